@@ -1,0 +1,1 @@
+//! Normalize Kanata pipeline traces (work in progress: see issue 3).

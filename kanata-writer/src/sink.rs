@@ -1,0 +1,256 @@
+//! Where the encoded bytes go: plain, gzip or zstd, compressed inline or on a background
+//! thread.
+//!
+//! The writer hands over whole buffers and never asks the compressor to flush before the
+//! end: flushing a compressor early costs ratio and speed, and the output stays the same
+//! bytes whatever the buffer size or thread (§4.9 of the format spec).
+
+use std::io::{self, Write};
+use std::path::Path;
+use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::thread::{self, JoinHandle};
+
+use crate::error::{Error, ErrorKind, Result};
+
+/// How the trace is compressed.
+///
+/// ```
+/// use kanata_writer::Compression;
+/// assert_eq!(Compression::from_path("run.kanata.zst".as_ref()), Compression::Zstd);
+/// assert_eq!(Compression::from_path("run.kanata.gz".as_ref()), Compression::Gzip);
+/// assert_eq!(Compression::from_path("run.kanata".as_ref()), Compression::None);
+/// ```
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Compression {
+    /// Plain text.
+    #[default]
+    None,
+    /// gzip (`.gz`), one member; Konata opens it by extension.
+    Gzip,
+    /// zstd (`.zst`), one frame with a checksum; Konata opens it by extension.
+    Zstd,
+}
+
+impl Compression {
+    /// The compression Konata expects for a file name: `.gz` is gzip, `.zst` is zstd, anything
+    /// else plain.
+    pub fn from_path(path: &Path) -> Compression {
+        match path.extension().and_then(|ext| ext.to_str()) {
+            Some(ext) if ext.eq_ignore_ascii_case("gz") => Compression::Gzip,
+            Some(ext) if ext.eq_ignore_ascii_case("zst") => Compression::Zstd,
+            _ => Compression::None,
+        }
+    }
+
+    /// The level used when none is given: 6 for gzip and 3 for zstd, the defaults of the
+    /// `gzip` and `zstd` command-line tools.
+    pub fn default_level(self) -> i32 {
+        match self {
+            Compression::None => 0,
+            Compression::Gzip => 6,
+            Compression::Zstd => 3,
+        }
+    }
+
+    pub(crate) fn check_level(self, level: i32) -> Result<()> {
+        let range = match self {
+            Compression::None => return Ok(()),
+            Compression::Gzip => 0..=9,
+            Compression::Zstd => zstd::compression_level_range(),
+        };
+        if range.contains(&level) {
+            Ok(())
+        } else {
+            Err(Error::new(ErrorKind::InvalidOption(format!(
+                "{self:?} level {level} is outside {}..={}",
+                range.start(),
+                range.end()
+            ))))
+        }
+    }
+}
+
+/// A compressor (or none) in front of the user's writer.
+pub(crate) enum Encoder<W: Write> {
+    Plain(W),
+    Gzip(flate2::write::GzEncoder<W>),
+    Zstd(zstd::stream::Encoder<'static, W>),
+}
+
+impl<W: Write> Encoder<W> {
+    fn new(inner: W, compression: Compression, level: i32) -> io::Result<Encoder<W>> {
+        Ok(match compression {
+            Compression::None => Encoder::Plain(inner),
+            // GzBuilder writes mtime 0 and no file name, so the bytes depend on the input only.
+            Compression::Gzip => Encoder::Gzip(
+                flate2::GzBuilder::new().write(inner, flate2::Compression::new(level as u32)),
+            ),
+            Compression::Zstd => {
+                let mut encoder = zstd::stream::Encoder::new(inner, level)?;
+                encoder.include_checksum(true)?;
+                Encoder::Zstd(encoder)
+            }
+        })
+    }
+
+    fn write_all(&mut self, bytes: &[u8]) -> io::Result<()> {
+        match self {
+            Encoder::Plain(w) => w.write_all(bytes),
+            Encoder::Gzip(w) => w.write_all(bytes),
+            Encoder::Zstd(w) => w.write_all(bytes),
+        }
+    }
+
+    fn finish(self) -> io::Result<W> {
+        let mut inner = match self {
+            Encoder::Plain(w) => w,
+            Encoder::Gzip(w) => w.finish()?,
+            Encoder::Zstd(w) => w.finish()?,
+        };
+        inner.flush()?;
+        Ok(inner)
+    }
+}
+
+/// The encoder, inline or on its own thread.
+pub(crate) enum Sink<W: Write> {
+    Inline(Encoder<W>),
+    Background(Background<W>),
+}
+
+impl<W: Write> Sink<W> {
+    pub(crate) fn inline(inner: W, compression: Compression, level: i32) -> io::Result<Sink<W>> {
+        Ok(Sink::Inline(Encoder::new(inner, compression, level)?))
+    }
+
+    /// Hands over the bytes in `buf` and leaves it empty (possibly a different allocation).
+    #[inline]
+    pub(crate) fn consume(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
+        match self {
+            Sink::Inline(encoder) => {
+                let result = encoder.write_all(buf);
+                buf.clear();
+                result
+            }
+            Sink::Background(background) => background.send(buf),
+        }
+    }
+
+    /// Writes whatever is left, ends the compressed stream and gives back the writer.
+    pub(crate) fn finish(self, buf: &mut Vec<u8>) -> io::Result<W> {
+        match self {
+            Sink::Inline(mut encoder) => {
+                encoder.write_all(buf)?;
+                buf.clear();
+                encoder.finish()
+            }
+            Sink::Background(mut background) => {
+                let sent = if buf.is_empty() {
+                    Ok(())
+                } else {
+                    background.send(buf)
+                };
+                let joined = background.join();
+                sent.and(joined)
+            }
+        }
+    }
+}
+
+impl<W: Write + Send + 'static> Sink<W> {
+    pub(crate) fn background(
+        inner: W,
+        compression: Compression,
+        level: i32,
+        buffer_size: usize,
+    ) -> io::Result<Sink<W>> {
+        let encoder = Encoder::new(inner, compression, level)?;
+        Ok(Sink::Background(Background::spawn(encoder, buffer_size)?))
+    }
+}
+
+/// How many full buffers may wait for the compressor before the simulator thread waits:
+/// enough to ride out a slow moment, few enough that memory stays a few buffers.
+const QUEUED_BUFFERS: usize = 4;
+
+/// A compressor thread fed whole buffers; emptied buffers come back for reuse, so the
+/// simulator thread allocates nothing once the pipeline is primed.
+pub(crate) struct Background<W: Write> {
+    full: Option<SyncSender<Vec<u8>>>,
+    empty: Receiver<Vec<u8>>,
+    worker: Option<JoinHandle<io::Result<W>>>,
+    buffer_size: usize,
+}
+
+impl<W: Write> Background<W> {
+    fn send(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
+        let spare = self
+            .empty
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(self.buffer_size));
+        let full = std::mem::replace(buf, spare);
+        let sent = self.full.as_ref().map(|tx| tx.send(full));
+        match sent {
+            Some(Ok(())) => Ok(()),
+            // The worker stopped: its result says why.
+            _ => match self.join() {
+                Ok(_) => Err(io::Error::other("the compression thread stopped early")),
+                Err(err) => Err(err),
+            },
+        }
+    }
+
+    fn join(&mut self) -> io::Result<W> {
+        self.full = None; // ends the worker's loop
+        let Some(worker) = self.worker.take() else {
+            return Err(io::Error::other("the compression thread already stopped"));
+        };
+        worker
+            .join()
+            .unwrap_or_else(|_| Err(io::Error::other("the compression thread panicked")))
+    }
+}
+
+impl<W: Write + Send + 'static> Background<W> {
+    fn spawn(mut encoder: Encoder<W>, buffer_size: usize) -> io::Result<Background<W>> {
+        let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(QUEUED_BUFFERS);
+        let (empty_tx, empty_rx) = mpsc::channel::<Vec<u8>>();
+        let worker = thread::Builder::new()
+            .name("kanata-compress".into())
+            .spawn(move || {
+                for mut buf in full_rx {
+                    encoder.write_all(&buf)?;
+                    buf.clear();
+                    // The writer may be gone already; then the buffer is simply freed.
+                    let _ = empty_tx.send(buf);
+                }
+                encoder.finish()
+            })?;
+        Ok(Background {
+            full: Some(full_tx),
+            empty: empty_rx,
+            worker: Some(worker),
+            buffer_size,
+        })
+    }
+}
+
+impl<W: Write> Drop for Background<W> {
+    fn drop(&mut self) {
+        // Never leave the thread running on its own; its result is lost here by design (the
+        // writer's `finish` is the place to see it).
+        if self.worker.is_some() {
+            let _ = self.join();
+        }
+    }
+}
+
+/// Opens `path` for writing, truncating it.
+pub(crate) fn create(path: &Path) -> Result<std::fs::File> {
+    std::fs::File::create(path).map_err(|err| {
+        Error::new(ErrorKind::Io(io::Error::new(
+            err.kind(),
+            format!("cannot create {}: {err}", path.display()),
+        )))
+    })
+}

@@ -1,0 +1,847 @@
+//! The typed writer: the only way this crate writes a trace, and the checks that keep every
+//! trace it writes valid and canonical.
+
+use std::fmt;
+use std::fs::File;
+use std::io::Write;
+use std::path::Path;
+
+use crate::encode;
+use crate::error::{Error, ErrorKind, Result};
+use crate::live::LiveSet;
+use crate::sink::{self, Compression, Sink};
+use crate::stage::{Lane, Stage, StageTable};
+use crate::window::{Phase, Window, WindowState};
+
+/// An instruction in the trace, as minted by [`Writer::begin`].
+///
+/// Ids are dense and sequential from 0 in the order instructions begin: the id is the
+/// instruction's id in the file. An instruction that begins outside the [`Window`] gets an
+/// untraced handle, on which every call is accepted and writes nothing.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct InsnId(u64);
+
+impl InsnId {
+    const UNTRACED: InsnId = InsnId(u64::MAX);
+
+    /// The id written in the file, or `None` for an instruction outside the window.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// let mut w = kanata_writer::Writer::new(Vec::new());
+    /// assert_eq!(w.begin(0x8000_0000, 0)?.file_id(), Some(0));
+    /// assert_eq!(w.begin(0x8000_0004, 0)?.file_id(), Some(1));
+    /// # Ok(()) }
+    /// ```
+    pub fn file_id(self) -> Option<u64> {
+        self.is_traced().then_some(self.0)
+    }
+
+    /// Whether the instruction is written to the trace (it began inside the window).
+    pub fn is_traced(self) -> bool {
+        self != InsnId::UNTRACED
+    }
+}
+
+/// Which of the three label texts an `L` command appends to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum LabelKind {
+    /// Type 0: the text in Konata's left pane (PC and disassembly, typically).
+    Name = 0,
+    /// Type 1: the detail Konata shows on mouse-over (register values, units).
+    Detail = 1,
+    /// Type 2: a note on the stage the instruction entered most recently.
+    StageNote = 2,
+}
+
+/// The kind of a dependency arrow (`W`). Konata draws type 0, wake-up; other kinds are kept
+/// in the file for tools that know them.
+///
+/// ```
+/// use kanata_writer::DepKind;
+/// assert_eq!(DepKind::WAKE_UP.get(), 0);
+/// assert_eq!(DepKind::new(7).get(), 7);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct DepKind(u32);
+
+impl DepKind {
+    /// Type 0: the consumer woke up on the producer's result.
+    pub const WAKE_UP: DepKind = DepKind(0);
+
+    /// Kind `n`.
+    pub const fn new(n: u32) -> DepKind {
+        DepKind(n)
+    }
+
+    /// The number written in the file.
+    pub const fn get(self) -> u32 {
+        self.0
+    }
+}
+
+/// What [`Writer::finish`] does with instructions still live at the end.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum LiveAtEnd {
+    /// Leave them without `R`: Konata draws them up to the last cycle, as in flight.
+    #[default]
+    LeaveOpen,
+    /// Flush them at the last cycle.
+    Flush,
+    /// Retire them at the last cycle, oldest first, with the next retire ids.
+    Retire,
+}
+
+/// What a trace holds, returned by [`Writer::finish`] and [`Writer::summary`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Summary {
+    /// Instructions written (traced).
+    pub instructions: u64,
+    /// Of those, retired.
+    pub retired: u64,
+    /// Of those, flushed.
+    pub flushed: u64,
+    /// Instructions left without `R` at the end ([`LiveAtEnd::LeaveOpen`]).
+    pub left_open: u64,
+    /// Instructions that [`LiveAtEnd::Flush`] or [`LiveAtEnd::Retire`] ended at the last cycle
+    /// (already counted in `flushed` or `retired`).
+    pub ended_at_finish: u64,
+    /// The cycle of the last line.
+    pub last_cycle: i64,
+    /// Bytes of Kanata text written, before compression.
+    pub text_bytes: u64,
+}
+
+/// The result of [`Writer::finish`]: the summary and the writer given to the builder.
+#[derive(Debug)]
+#[non_exhaustive]
+pub struct Finished<W> {
+    /// What the trace holds.
+    pub summary: Summary,
+    /// The output, with all of the trace (and the end of the compressed stream) written to it.
+    pub output: W,
+}
+
+/// Builds a [`Writer`]: start cycle, compression, window, and what to do at the end.
+///
+/// ```no_run
+/// use kanata_writer::{LiveAtEnd, Window, WriterBuilder};
+/// # fn main() -> kanata_writer::Result<()> {
+/// // Compression from the extension, compressed on a background thread.
+/// let mut w = WriterBuilder::new()
+///     .background(true)
+///     .window(Window::default().skip_retired(1_000_000).retired_limit(100_000))
+///     .live_at_end(LiveAtEnd::Flush)
+///     .from_path("trace.kanata.zst")?;
+/// # w.finish()?; Ok(()) }
+/// ```
+#[derive(Clone, Debug)]
+pub struct WriterBuilder {
+    start_cycle: i64,
+    compression: Option<Compression>,
+    level: Option<i32>,
+    background: bool,
+    window: Window,
+    compact: bool,
+    live_at_end: LiveAtEnd,
+    buffer_size: usize,
+}
+
+impl Default for WriterBuilder {
+    fn default() -> WriterBuilder {
+        WriterBuilder::new()
+    }
+}
+
+/// Bytes formatted before they are handed to the output or the compressor.
+const DEFAULT_BUFFER_SIZE: usize = 128 * 1024;
+
+impl WriterBuilder {
+    /// The defaults: start at cycle 0, plain output (or compression from the path's
+    /// extension), trace everything, explicit `E` lines, leave live instructions open.
+    pub fn new() -> WriterBuilder {
+        WriterBuilder {
+            start_cycle: 0,
+            compression: None,
+            level: None,
+            background: false,
+            window: Window::default(),
+            compact: false,
+            live_at_end: LiveAtEnd::LeaveOpen,
+            buffer_size: DEFAULT_BUFFER_SIZE,
+        }
+    }
+
+    /// The cycle the trace starts at, written as `C=`. Konata's timeline starts at 0 whatever
+    /// this is; other tools read it.
+    pub fn start_cycle(&mut self, cycle: i64) -> &mut WriterBuilder {
+        self.start_cycle = cycle;
+        self
+    }
+
+    /// Compression of the output. [`from_path`](Self::from_path) picks it from the extension
+    /// when it is not set.
+    pub fn compression(&mut self, compression: Compression) -> &mut WriterBuilder {
+        self.compression = Some(compression);
+        self
+    }
+
+    /// Compression level: gzip 0–9 (default 6), zstd 1–22 or negative fast levels (default 3).
+    pub fn level(&mut self, level: i32) -> &mut WriterBuilder {
+        self.level = Some(level);
+        self
+    }
+
+    /// Compresses and writes on a background thread, so the simulator thread only formats
+    /// bytes. The output bytes are the same either way.
+    pub fn background(&mut self, yes: bool) -> &mut WriterBuilder {
+        self.background = yes;
+        self
+    }
+
+    /// Traces only a region of interest; see [`Window`].
+    pub fn window(&mut self, window: Window) -> &mut WriterBuilder {
+        self.window = window;
+        self
+    }
+
+    /// Leaves out the `E` lines that Konata implies (before the next `S` in the same lane and
+    /// before `R`): smaller files, drawn identically. Off by default.
+    pub fn compact(&mut self, yes: bool) -> &mut WriterBuilder {
+        self.compact = yes;
+        self
+    }
+
+    /// What [`Writer::finish`] does with instructions still live.
+    pub fn live_at_end(&mut self, policy: LiveAtEnd) -> &mut WriterBuilder {
+        self.live_at_end = policy;
+        self
+    }
+
+    /// How many bytes are formatted before they go to the output (default 128 KiB). Changes
+    /// nothing in the output.
+    pub fn buffer_size(&mut self, bytes: usize) -> &mut WriterBuilder {
+        self.buffer_size = bytes.max(1024);
+        self
+    }
+
+    /// A writer into `output` (compressed if [`compression`](Self::compression) says so).
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// use kanata_writer::{Compression, WriterBuilder};
+    /// let w = WriterBuilder::new().compression(Compression::Gzip).from_writer(Vec::new())?;
+    /// let gz = w.finish()?.output;
+    /// assert_eq!(&gz[..2], &[0x1f, 0x8b]);
+    /// # Ok(()) }
+    /// ```
+    pub fn from_writer<W: Write + Send + 'static>(&self, output: W) -> Result<Writer<W>> {
+        let compression = self.compression.unwrap_or_default();
+        let level = self.level.unwrap_or(compression.default_level());
+        compression.check_level(level)?;
+        let sink = if self.background {
+            Sink::background(output, compression, level, self.buffer_size)?
+        } else {
+            Sink::inline(output, compression, level)?
+        };
+        Ok(self.build(sink))
+    }
+
+    /// A writer into a new file at `path` (truncated if it exists), compressed as its
+    /// extension says (`.gz`, `.zst`) unless [`compression`](Self::compression) is set.
+    pub fn from_path<P: AsRef<Path>>(&self, path: P) -> Result<Writer<File>> {
+        let path = path.as_ref();
+        let mut builder = self.clone();
+        builder
+            .compression
+            .get_or_insert_with(|| Compression::from_path(path));
+        let compression = builder.compression.unwrap_or_default();
+        compression.check_level(builder.level.unwrap_or(compression.default_level()))?;
+        builder.from_writer(sink::create(path)?)
+    }
+
+    fn build<W: Write>(&self, sink: Sink<W>) -> Writer<W> {
+        let traces_everything = self.window == Window::default();
+        let mut writer = Writer {
+            buf: Vec::with_capacity(self.buffer_size + 4096),
+            spill_at: self.buffer_size,
+            sink: Some(sink),
+            cycle: self.start_cycle,
+            written_cycle: self.start_cycle,
+            next_id: 0,
+            live: LiveSet::default(),
+            stages: StageTable::new(),
+            next_retire_id: 0,
+            retired: 0,
+            flushed: 0,
+            window: WindowState::new(self.window.clone()),
+            watch_window: !traces_everything,
+            compact: self.compact,
+            live_at_end: self.live_at_end,
+            text_bytes: 0,
+        };
+        writer.update_window();
+        writer
+    }
+}
+
+/// Writes one Kanata trace. Every method checks its call first and either writes complete,
+/// canonical lines or rejects the call with an [`Error`] and writes nothing.
+///
+/// ```
+/// use kanata_writer::{LabelKind, Lane, Writer};
+/// # fn main() -> kanata_writer::Result<()> {
+/// let mut w = Writer::new(Vec::new());
+/// let (fetch, exec) = (w.stage("F")?, w.stage("X")?);
+/// let add = w.begin(0x1000, 0)?;
+/// w.label(add, LabelKind::Name, "0x1000: add r1, r2, r3")?;
+/// w.enter(add, Lane::MAIN, fetch)?;
+/// w.advance(1)?;
+/// w.enter(add, Lane::MAIN, exec)?;
+/// w.advance(1)?;
+/// w.retire(add)?;
+/// let text = String::from_utf8(w.finish()?.output).unwrap();
+/// assert_eq!(text, "Kanata\t0004\nC=\t0\nI\t0\t4096\t0\nL\t0\t0\t0x1000: add r1, r2, r3\n\
+///                   S\t0\t0\tF\nC\t1\nE\t0\t0\tF\nS\t0\t0\tX\nC\t1\nE\t0\t0\tX\nR\t0\t0\t0\n");
+/// # Ok(()) }
+/// ```
+pub struct Writer<W: Write> {
+    /// Formatted lines not yet handed to the sink.
+    buf: Vec<u8>,
+    /// `buf` is handed over once it holds this many bytes; 0 after an I/O error, so that every
+    /// later write reports it.
+    spill_at: usize,
+    /// `None` once finished or after an I/O error.
+    sink: Option<Sink<W>>,
+    /// The simulator's current cycle.
+    cycle: i64,
+    /// The cycle of the last line written; the next line first writes `C cycle-written`.
+    written_cycle: i64,
+    next_id: u64,
+    live: LiveSet,
+    stages: StageTable,
+    next_retire_id: u64,
+    retired: u64,
+    flushed: u64,
+    window: WindowState,
+    /// Whether time or retirements can still move the window.
+    watch_window: bool,
+    compact: bool,
+    live_at_end: LiveAtEnd,
+    /// Bytes handed to the sink so far.
+    text_bytes: u64,
+}
+
+impl<W: Write> fmt::Debug for Writer<W> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Writer")
+            .field("cycle", &self.cycle)
+            .field("live", &self.live.len())
+            .field("summary", &self.summary())
+            .finish_non_exhaustive()
+    }
+}
+
+impl<W: Write> Writer<W> {
+    /// A writer of plain text into `output` with the default settings (see
+    /// [`WriterBuilder::new`]). `output` may be borrowed, for example `&mut Vec<u8>`.
+    pub fn new(output: W) -> Writer<W> {
+        WriterBuilder::new().build(Sink::Inline(crate::sink::Encoder::Plain(output)))
+    }
+
+    // ----- time -----
+
+    /// The current cycle.
+    pub fn cycle(&self) -> i64 {
+        self.cycle
+    }
+
+    /// Moves time to the absolute `cycle`. Nothing is written until a command follows, so idle
+    /// cycles cost nothing in the file.
+    ///
+    /// # Errors
+    /// [`ErrorKind::TimeWentBack`] if `cycle` is before the current cycle;
+    /// [`ErrorKind::CycleOverflow`] past `i64::MAX`.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// let mut w = kanata_writer::Writer::new(Vec::new());
+    /// w.set_cycle(100)?;
+    /// assert!(w.set_cycle(99).is_err());
+    /// assert_eq!(w.cycle(), 100);
+    /// # Ok(()) }
+    /// ```
+    #[inline]
+    pub fn set_cycle(&mut self, cycle: u64) -> Result<()> {
+        let to = match i64::try_from(cycle) {
+            Ok(to) if to >= self.cycle => to,
+            Ok(_) => {
+                return Err(Error::new(ErrorKind::TimeWentBack {
+                    from: self.cycle,
+                    to: cycle,
+                }))
+            }
+            Err(_) => {
+                return Err(Error::new(ErrorKind::CycleOverflow {
+                    from: self.cycle,
+                    by: cycle.wrapping_sub(self.cycle as u64),
+                }))
+            }
+        };
+        self.move_to(to)
+    }
+
+    /// Moves time forward by `cycles`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::CycleOverflow`] past `i64::MAX`.
+    #[inline]
+    pub fn advance(&mut self, cycles: u64) -> Result<()> {
+        let to = i64::try_from(cycles)
+            .ok()
+            .and_then(|n| self.cycle.checked_add(n))
+            .ok_or_else(|| {
+                Error::new(ErrorKind::CycleOverflow {
+                    from: self.cycle,
+                    by: cycles,
+                })
+            })?;
+        self.move_to(to)
+    }
+
+    #[inline]
+    fn move_to(&mut self, cycle: i64) -> Result<()> {
+        self.cycle = cycle;
+        if self.watch_window {
+            self.update_window();
+        }
+        Ok(())
+    }
+
+    // ----- stages -----
+
+    /// Checks and interns a stage name, returning the handle that [`enter`](Self::enter)
+    /// takes. Calling it again with the same name returns the same handle.
+    ///
+    /// # Errors
+    /// [`ErrorKind::InvalidStageName`] for a name that is empty, has a TAB or a line break,
+    /// or starts or ends with white space (Konata would not show it as written).
+    pub fn stage(&mut self, name: &str) -> Result<Stage> {
+        self.stages.intern(name)
+    }
+
+    /// The name of a stage handle of this writer.
+    pub fn stage_name(&self, stage: Stage) -> Option<&str> {
+        self.stages.name(stage)
+    }
+
+    // ----- instructions -----
+
+    /// Begins an instruction with the simulator's own id and a thread id (`I`).
+    ///
+    /// Returns an untraced handle, and writes nothing, when the [`Window`] is not open.
+    #[inline]
+    pub fn begin(&mut self, sim_id: u64, thread: u32) -> Result<InsnId> {
+        if self.window.phase != Phase::Open {
+            return Ok(InsnId::UNTRACED);
+        }
+        let id = self.next_id;
+        self.next_id += 1;
+        self.live.push(id);
+        self.sync_cycle();
+        encode::insn(&mut self.buf, id, sim_id, thread);
+        self.after_write()?;
+        Ok(InsnId(id))
+    }
+
+    /// Appends `text` to one of the instruction's labels (`L`). The text is escaped, never
+    /// refused: a line break becomes `\n` (Konata shows a line break), CR is dropped and TAB
+    /// becomes a space. Empty text writes nothing.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotLive`] after the instruction's end; [`ErrorKind::NoteBeforeStage`] for
+    /// a [`LabelKind::StageNote`] before the instruction entered a stage.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// use kanata_writer::{LabelKind, Writer};
+    /// let mut w = Writer::new(Vec::new());
+    /// let i = w.begin(7, 0)?;
+    /// w.label(i, LabelKind::Detail, "r1 = 5\r\nr2 =\t6")?;
+    /// let text = String::from_utf8(w.finish()?.output).unwrap();
+    /// assert!(text.ends_with("L\t0\t1\tr1 = 5\\nr2 = 6\n"));
+    /// # Ok(()) }
+    /// ```
+    #[inline]
+    pub fn label(&mut self, insn: InsnId, kind: LabelKind, text: &str) -> Result<()> {
+        self.label_with(insn, kind, |buf| {
+            encode::push_label_text(buf, text.as_bytes());
+            Ok(())
+        })
+    }
+
+    /// Like [`label`](Self::label), formatting straight into the output buffer: no `String`
+    /// per call, and nothing is formatted for an untraced instruction.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// use kanata_writer::{LabelKind, Writer};
+    /// let mut w = Writer::new(Vec::new());
+    /// let i = w.begin(7, 0)?;
+    /// w.label_fmt(i, LabelKind::Name, format_args!("{:#x}: addi x1, x0, {}", 0x8000_0000u32, 5))?;
+    /// let text = String::from_utf8(w.finish()?.output).unwrap();
+    /// assert!(text.ends_with("L\t0\t0\t0x80000000: addi x1, x0, 5\n"));
+    /// # Ok(()) }
+    /// ```
+    #[inline]
+    pub fn label_fmt(
+        &mut self,
+        insn: InsnId,
+        kind: LabelKind,
+        args: fmt::Arguments<'_>,
+    ) -> Result<()> {
+        if let Some(text) = args.as_str() {
+            return self.label(insn, kind, text);
+        }
+        self.label_with(insn, kind, |buf| {
+            struct Escaping<'a>(&'a mut Vec<u8>);
+            impl fmt::Write for Escaping<'_> {
+                fn write_str(&mut self, s: &str) -> fmt::Result {
+                    encode::push_label_text(self.0, s.as_bytes());
+                    Ok(())
+                }
+            }
+            fmt::write(&mut Escaping(buf), args).map_err(|_| Error::new(ErrorKind::Format))
+        })
+    }
+
+    #[inline]
+    fn label_with(
+        &mut self,
+        insn: InsnId,
+        kind: LabelKind,
+        push_text: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        let Some(state) = self.live.get_mut(insn.0) else {
+            return self.not_live(insn);
+        };
+        if kind == LabelKind::StageNote && !state.entered {
+            return Err(Error::new(ErrorKind::NoteBeforeStage { insn: insn.0 }));
+        }
+        // Empty text (or text that escaping empties) must leave no line behind, nor the `C`
+        // that would have preceded it.
+        let (mark, written_cycle) = (self.buf.len(), self.written_cycle);
+        self.sync_cycle();
+        encode::label_start(&mut self.buf, insn.0, kind as u8);
+        let text_start = self.buf.len();
+        let pushed = push_text(&mut self.buf);
+        if pushed.is_err() || self.buf.len() == text_start {
+            self.buf.truncate(mark);
+            self.written_cycle = written_cycle;
+            return pushed;
+        }
+        self.buf.push(b'\n');
+        self.after_write()
+    }
+
+    /// The instruction enters `stage` in `lane` (`S`); the stage it had open in that lane is
+    /// closed first with an explicit `E`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotLive`] after the instruction's end; [`ErrorKind::UnknownStage`] for a
+    /// stage handle of another writer.
+    #[inline]
+    pub fn enter(&mut self, insn: InsnId, lane: Lane, stage: Stage) -> Result<()> {
+        let Some(state) = self.live.get_mut(insn.0) else {
+            return self.not_live(insn);
+        };
+        let Some(name) = self.stages.name(stage) else {
+            return Err(Error::new(ErrorKind::UnknownStage));
+        };
+        let previous = state.open(lane, stage);
+        write_pending_cycle(&mut self.buf, self.cycle, &mut self.written_cycle);
+        if let (Some(previous), false) = (previous, self.compact) {
+            let previous = self.stages.name(previous).unwrap_or_default();
+            encode::stage(&mut self.buf, b'E', insn.0, lane.get(), previous.as_bytes());
+        }
+        encode::stage(&mut self.buf, b'S', insn.0, lane.get(), name.as_bytes());
+        self.after_write()
+    }
+
+    /// The instruction leaves the stage it has open in `lane` (`E`).
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotLive`] after the instruction's end; [`ErrorKind::NoOpenStage`] when
+    /// nothing is open in `lane`.
+    #[inline]
+    pub fn leave(&mut self, insn: InsnId, lane: Lane) -> Result<()> {
+        let Some(state) = self.live.get_mut(insn.0) else {
+            return self.not_live(insn);
+        };
+        let Some(stage) = state.close(lane) else {
+            return Err(Error::new(ErrorKind::NoOpenStage {
+                insn: insn.0,
+                lane: lane.get(),
+            }));
+        };
+        self.sync_cycle();
+        let name = self.stages.name(stage).unwrap_or_default();
+        encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+        self.after_write()
+    }
+
+    /// The instruction starts stalling: it enters `stl` in [`Lane::STALL`].
+    pub fn stall_begin(&mut self, insn: InsnId) -> Result<()> {
+        self.enter(insn, Lane::STALL, Stage::STALL)
+    }
+
+    /// The instruction stops stalling: it leaves the stage open in [`Lane::STALL`].
+    pub fn stall_end(&mut self, insn: InsnId) -> Result<()> {
+        self.leave(insn, Lane::STALL)
+    }
+
+    /// The instruction retires (`R … 0`), after every stage it has open is closed. Returns the
+    /// retire id, assigned serially from 0 over retired instructions, or `None` for an
+    /// untraced instruction.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotLive`] if it already retired or flushed.
+    #[inline]
+    pub fn retire(&mut self, insn: InsnId) -> Result<Option<u64>> {
+        let retire_id = self.next_retire_id;
+        if self.end_of_life(insn, retire_id, false)? {
+            self.next_retire_id += 1;
+            Ok(Some(retire_id))
+        } else {
+            Ok(None)
+        }
+    }
+
+    /// The instruction is flushed (`R … 1`, retire id 0), after every stage it has open is
+    /// closed.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotLive`] if it already retired or flushed.
+    #[inline]
+    pub fn flush(&mut self, insn: InsnId) -> Result<()> {
+        self.end_of_life(insn, 0, true).map(drop)
+    }
+
+    /// Writes the end of `insn`'s life; false if it is untraced.
+    #[inline]
+    fn end_of_life(&mut self, insn: InsnId, retire_id: u64, flushed: bool) -> Result<bool> {
+        let Some(state) = self.live.remove(insn.0) else {
+            if insn == InsnId::UNTRACED && !flushed && self.watch_window {
+                self.window.count_untraced_retirement();
+                self.update_window();
+            }
+            return self.not_live(insn).map(|()| false);
+        };
+        self.sync_cycle();
+        if !self.compact {
+            for (lane, stage) in state.open_stages() {
+                let name = self.stages.name(stage).unwrap_or_default();
+                encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+            }
+        }
+        encode::end_of_life(&mut self.buf, insn.0, retire_id, flushed);
+        if flushed {
+            self.flushed += 1;
+        } else {
+            self.retired += 1;
+            if self.watch_window {
+                self.update_window();
+            }
+        }
+        self.after_write()?;
+        Ok(true)
+    }
+
+    /// A dependency arrow from `producer` to `consumer` (`W`). Konata draws wake-up arrows
+    /// between stages whose names contain `X`. A producer outside the window is skipped: there
+    /// is nothing to draw the arrow from.
+    ///
+    /// # Errors
+    /// [`ErrorKind::NotLive`] if the consumer has ended; [`ErrorKind::ProducerNotOlder`]
+    /// unless the producer began before the consumer.
+    #[inline]
+    pub fn depend(&mut self, consumer: InsnId, producer: InsnId, kind: DepKind) -> Result<()> {
+        if self.live.get_mut(consumer.0).is_none() {
+            return self.not_live(consumer);
+        }
+        if !producer.is_traced() {
+            return Ok(());
+        }
+        if producer.0 >= consumer.0 {
+            return Err(Error::new(ErrorKind::ProducerNotOlder {
+                consumer: consumer.0,
+                producer: producer.0,
+            }));
+        }
+        self.sync_cycle();
+        encode::dependency(&mut self.buf, consumer.0, producer.0, kind.0);
+        self.after_write()
+    }
+
+    // ----- state -----
+
+    /// Whether instructions that begin now are traced (the [`Window`] is open). A simulator
+    /// can skip building label text when it is not.
+    pub fn is_tracing(&self) -> bool {
+        self.window.phase == Phase::Open
+    }
+
+    /// Whether `insn` is live: traced, begun and not yet retired or flushed.
+    pub fn is_live(&mut self, insn: InsnId) -> bool {
+        self.live.get_mut(insn.0).is_some()
+    }
+
+    /// The open stage of `insn` in `lane`, if it is live and has one.
+    pub fn open_stage(&mut self, insn: InsnId, lane: Lane) -> Option<Stage> {
+        self.live.get_mut(insn.0)?.open_in(lane)
+    }
+
+    /// What has been written so far.
+    pub fn summary(&self) -> Summary {
+        Summary {
+            instructions: self.next_id,
+            retired: self.retired,
+            flushed: self.flushed,
+            left_open: self.live.len(),
+            ended_at_finish: 0,
+            last_cycle: self.written_cycle,
+            text_bytes: self.text_bytes + self.buf.len() as u64,
+        }
+    }
+
+    /// Ends the trace: applies the [`LiveAtEnd`] policy to instructions still live, writes a
+    /// last `C` up to the current cycle (so Konata draws open instructions that far), ends the
+    /// compressed stream and returns the output.
+    ///
+    /// # Errors
+    /// Any I/O error, including one from an earlier call.
+    pub fn finish(mut self) -> Result<Finished<W>> {
+        let (summary, output) = self.close()?;
+        Ok(Finished { summary, output })
+    }
+
+    // ----- internals -----
+
+    /// The error for a call on an instruction that is not live; untraced handles are fine.
+    #[cold]
+    fn not_live(&self, insn: InsnId) -> Result<()> {
+        if insn == InsnId::UNTRACED {
+            Ok(())
+        } else if insn.0 >= self.next_id {
+            Err(Error::new(ErrorKind::UnknownInsn { insn: insn.0 }))
+        } else {
+            Err(Error::new(ErrorKind::NotLive { insn: insn.0 }))
+        }
+    }
+
+    /// Writes the `C` that brings the file to the current cycle.
+    #[inline]
+    fn sync_cycle(&mut self) {
+        write_pending_cycle(&mut self.buf, self.cycle, &mut self.written_cycle);
+    }
+
+    #[inline]
+    fn after_write(&mut self) -> Result<()> {
+        if self.buf.len() >= self.spill_at {
+            self.spill()
+        } else {
+            Ok(())
+        }
+    }
+
+    #[cold]
+    fn spill(&mut self) -> Result<()> {
+        let Some(sink) = self.sink.as_mut() else {
+            self.buf.clear();
+            return Err(Error::new(ErrorKind::Poisoned));
+        };
+        self.text_bytes += self.buf.len() as u64;
+        sink.consume(&mut self.buf).map_err(|err| self.poison(err))
+    }
+
+    fn poison(&mut self, err: std::io::Error) -> Error {
+        self.sink = None;
+        self.spill_at = 0;
+        self.buf = Vec::new();
+        Error::from(err)
+    }
+
+    #[cold]
+    fn update_window(&mut self) {
+        if self.window.update(self.cycle, self.retired) {
+            // Konata's timeline starts at the first line whatever `C=` says, so the trace
+            // starts where the window opens, not at the simulator's cycle 0.
+            encode::header(&mut self.buf, self.cycle);
+            self.written_cycle = self.cycle;
+        }
+        self.watch_window = match self.window.phase {
+            Phase::Before => true,
+            Phase::Open => self.window.can_close(),
+            Phase::After { .. } => false,
+        };
+    }
+
+    /// Finishes the file; used by `finish` and, ignoring errors, by `Drop`.
+    fn close(&mut self) -> Result<(Summary, W)> {
+        if self.sink.is_none() {
+            return Err(Error::new(ErrorKind::Poisoned));
+        }
+        let last_cycle = match self.window.phase {
+            Phase::Before => {
+                encode::header(&mut self.buf, self.cycle);
+                self.written_cycle = self.cycle;
+                self.cycle
+            }
+            // Instructions still draining after the window closed were live up to now.
+            Phase::After { closed_at } if self.live.len() == 0 => closed_at.max(self.written_cycle),
+            _ => self.cycle,
+        };
+        self.cycle = last_cycle;
+        let mut ended_at_finish = 0;
+        if self.live_at_end != LiveAtEnd::LeaveOpen {
+            for id in self.live.ids() {
+                match self.live_at_end {
+                    LiveAtEnd::Retire => self.retire(InsnId(id)).map(drop)?,
+                    _ => self.flush(InsnId(id))?,
+                }
+                ended_at_finish += 1;
+            }
+        }
+        self.sync_cycle();
+        let mut summary = self.summary();
+        summary.ended_at_finish = ended_at_finish;
+        let sink = self
+            .sink
+            .take()
+            .ok_or(ErrorKind::Poisoned)
+            .map_err(Error::new)?;
+        let output = sink.finish(&mut self.buf).map_err(|err| self.poison(err))?;
+        Ok((summary, output))
+    }
+}
+
+/// Writes the `C` that brings the file from `written_cycle` to `cycle`, if they differ.
+#[inline]
+fn write_pending_cycle(buf: &mut Vec<u8>, cycle: i64, written_cycle: &mut i64) {
+    if cycle != *written_cycle {
+        // cycle > written_cycle always holds: time only moves forward.
+        encode::cycle_delta(buf, cycle.wrapping_sub(*written_cycle) as u64);
+        *written_cycle = cycle;
+    }
+}
+
+impl<W: Write> Drop for Writer<W> {
+    /// Finishes the trace as [`Writer::finish`] would, ignoring errors; call `finish` to see
+    /// them.
+    fn drop(&mut self) {
+        if self.sink.is_some() {
+            let _ = self.close();
+        }
+    }
+}
