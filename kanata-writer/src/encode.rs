@@ -10,21 +10,21 @@ use memchr::memchr3;
 pub(crate) const HEADER: &[u8] = b"Kanata\t0004\n";
 
 #[inline]
-fn push_u64(buf: &mut Vec<u8>, value: u64) {
+fn push_int<I: itoa::Integer>(buf: &mut Vec<u8>, value: I) {
     // `itoa` formats into a stack buffer without the machinery of `fmt`.
     buf.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
 #[inline]
-fn push_i64(buf: &mut Vec<u8>, value: i64) {
-    buf.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
+fn push_u64(buf: &mut Vec<u8>, value: u64) {
+    push_int(buf, value);
 }
 
 /// `Kanata 0004` and `C= <start>`.
 pub(crate) fn header(buf: &mut Vec<u8>, start_cycle: i64) {
     buf.extend_from_slice(HEADER);
     buf.extend_from_slice(b"C=\t");
-    push_i64(buf, start_cycle);
+    push_int(buf, start_cycle);
     buf.push(b'\n');
 }
 
@@ -39,13 +39,18 @@ pub(crate) fn cycle_delta(buf: &mut Vec<u8>, cycles: u64) {
 
 /// `I <file id> <sim id> <thread>`.
 #[inline]
-pub(crate) fn insn(buf: &mut Vec<u8>, insn: u64, sim_id: u64, thread: u32) {
+pub(crate) fn insn<S: itoa::Integer, T: itoa::Integer>(
+    buf: &mut Vec<u8>,
+    insn: u64,
+    sim_id: S,
+    thread: T,
+) {
     buf.extend_from_slice(b"I\t");
     push_u64(buf, insn);
     buf.push(b'\t');
-    push_u64(buf, sim_id);
+    push_int(buf, sim_id);
     buf.push(b'\t');
-    push_u64(buf, u64::from(thread));
+    push_int(buf, thread);
     buf.push(b'\n');
 }
 
@@ -64,11 +69,16 @@ pub(crate) fn stage(buf: &mut Vec<u8>, command: u8, insn: u64, lane: u32, name: 
 
 /// `R <file id> <retire id> <0 retired | 1 flushed>`.
 #[inline]
-pub(crate) fn end_of_life(buf: &mut Vec<u8>, insn: u64, retire_id: u64, flushed: bool) {
+pub(crate) fn end_of_life<R: itoa::Integer>(
+    buf: &mut Vec<u8>,
+    insn: u64,
+    retire_id: R,
+    flushed: bool,
+) {
     buf.extend_from_slice(b"R\t");
     push_u64(buf, insn);
     buf.push(b'\t');
-    push_u64(buf, retire_id);
+    push_int(buf, retire_id);
     buf.extend_from_slice(if flushed { b"\t1\n" } else { b"\t0\n" });
 }
 
@@ -134,12 +144,12 @@ mod tests {
     fn commands_are_one_tab_separated_line() {
         let mut buf = Vec::new();
         header(&mut buf, -1);
-        insn(&mut buf, 0, u64::MAX, 3);
+        insn(&mut buf, 0, u64::MAX, 3u32);
         stage(&mut buf, b'S', 0, 1, b"stl");
         cycle_delta(&mut buf, 12);
         stage(&mut buf, b'E', 0, 1, b"stl");
         dependency(&mut buf, 0, 0, 7);
-        end_of_life(&mut buf, 0, 5, true);
+        end_of_life(&mut buf, 0, 5u64, true);
         label_start(&mut buf, 0, 2);
         push_label_text(&mut buf, b"x");
         buf.push(b'\n');

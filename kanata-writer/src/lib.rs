@@ -41,6 +41,7 @@
 
 mod encode;
 mod error;
+mod holdback;
 mod live;
 mod sink;
 mod stage;

@@ -136,6 +136,27 @@ impl<W: Write> Sink<W> {
         }
     }
 
+    /// Hands over the first `n` bytes of `buf` and keeps the rest at its start.
+    pub(crate) fn consume_prefix(&mut self, buf: &mut Vec<u8>, n: usize) -> io::Result<()> {
+        if n == buf.len() {
+            return self.consume(buf);
+        }
+        match self {
+            Sink::Inline(encoder) => {
+                let result = encoder.write_all(&buf[..n]);
+                buf.drain(..n);
+                result
+            }
+            Sink::Background(background) => {
+                let mut rest = background.spare();
+                rest.extend_from_slice(&buf[n..]);
+                buf.truncate(n);
+                let full = std::mem::replace(buf, rest);
+                background.send_full(full)
+            }
+        }
+    }
+
     /// Writes whatever is left, ends the compressed stream and gives back the writer.
     pub(crate) fn finish(self, buf: &mut Vec<u8>) -> io::Result<W> {
         match self {
@@ -183,12 +204,20 @@ pub(crate) struct Background<W: Write> {
 }
 
 impl<W: Write> Background<W> {
-    fn send(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
-        let spare = self
-            .empty
+    /// An empty buffer: one the worker has emptied, or a new one.
+    fn spare(&mut self) -> Vec<u8> {
+        self.empty
             .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(self.buffer_size));
+            .unwrap_or_else(|_| Vec::with_capacity(self.buffer_size))
+    }
+
+    fn send(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
+        let spare = self.spare();
         let full = std::mem::replace(buf, spare);
+        self.send_full(full)
+    }
+
+    fn send_full(&mut self, full: Vec<u8>) -> io::Result<()> {
         let sent = self.full.as_ref().map(|tx| tx.send(full));
         match sent {
             Some(Ok(())) => Ok(()),

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::encode;
 use crate::error::{Error, ErrorKind, Result};
+use crate::holdback::{Holdback, RetireMark};
 use crate::live::LiveSet;
 use crate::sink::{self, Compression, Sink};
 use crate::stage::{Lane, Stage, StageTable};
@@ -146,6 +147,7 @@ pub struct WriterBuilder {
     compact: bool,
     live_at_end: LiveAtEnd,
     buffer_size: usize,
+    late_labels: u64,
 }
 
 impl Default for WriterBuilder {
@@ -170,6 +172,7 @@ impl WriterBuilder {
             compact: false,
             live_at_end: LiveAtEnd::LeaveOpen,
             buffer_size: DEFAULT_BUFFER_SIZE,
+            late_labels: 0,
         }
     }
 
@@ -216,6 +219,28 @@ impl WriterBuilder {
     /// What [`Writer::finish`] does with instructions still live.
     pub fn live_at_end(&mut self, policy: LiveAtEnd) -> &mut WriterBuilder {
         self.live_at_end = policy;
+        self
+    }
+
+    /// Accepts labels up to `cycles` cycles after their instruction retired or flushed, and
+    /// places them right before its `R` (where Konata would have applied them anyway, with a
+    /// warning). The lines of the last `cycles` cycles are held back in memory for this.
+    /// Off (0) by default: a label after the end of an instruction is an error.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// use kanata_writer::{LabelKind, WriterBuilder};
+    /// let mut w = WriterBuilder::new().late_labels(64).from_writer(Vec::new())?;
+    /// let i = w.begin(1, 0)?;
+    /// w.retire(i)?;
+    /// w.advance(3)?;
+    /// w.label(i, LabelKind::Name, "disassembled late")?;
+    /// let text = String::from_utf8(w.finish()?.output).unwrap();
+    /// assert!(text.ends_with("I\t0\t1\t0\nL\t0\t0\tdisassembled late\nR\t0\t0\t0\nC\t3\n"));
+    /// # Ok(()) }
+    /// ```
+    pub fn late_labels(&mut self, cycles: u64) -> &mut WriterBuilder {
+        self.late_labels = cycles;
         self
     }
 
@@ -266,6 +291,8 @@ impl WriterBuilder {
         let mut writer = Writer {
             buf: Vec::with_capacity(self.buffer_size + 4096),
             spill_at: self.buffer_size,
+            buffer_size: self.buffer_size,
+            holdback: (self.late_labels > 0).then(|| Box::new(Holdback::new(self.late_labels))),
             sink: Some(sink),
             cycle: self.start_cycle,
             written_cycle: self.start_cycle,
@@ -312,6 +339,9 @@ pub struct Writer<W: Write> {
     /// `buf` is handed over once it holds this many bytes; 0 after an I/O error, so that every
     /// later write reports it.
     spill_at: usize,
+    buffer_size: usize,
+    /// The recent lines kept for late labels, if enabled.
+    holdback: Option<Box<Holdback>>,
     /// `None` once finished or after an I/O error.
     sink: Option<Sink<W>>,
     /// The simulator's current cycle.
@@ -329,7 +359,7 @@ pub struct Writer<W: Write> {
     watch_window: bool,
     compact: bool,
     live_at_end: LiveAtEnd,
-    /// Bytes handed to the sink so far.
+    /// Bytes handed to the sink so far: the stream position of `buf[0]`.
     text_bytes: u64,
 }
 
@@ -443,6 +473,15 @@ impl<W: Write> Writer<W> {
     /// Returns an untraced handle, and writes nothing, when the [`Window`] is not open.
     #[inline]
     pub fn begin(&mut self, sim_id: u64, thread: u32) -> Result<InsnId> {
+        self.begin_with(sim_id, thread)
+    }
+
+    #[inline]
+    fn begin_with<S: itoa::Integer, T: itoa::Integer>(
+        &mut self,
+        sim_id: S,
+        thread: T,
+    ) -> Result<InsnId> {
         if self.window.phase != Phase::Open {
             return Ok(InsnId::UNTRACED);
         }
@@ -453,6 +492,12 @@ impl<W: Write> Writer<W> {
         encode::insn(&mut self.buf, id, sim_id, thread);
         self.after_write()?;
         Ok(InsnId(id))
+    }
+
+    /// Like [`begin`](Self::begin), for converters whose input ids may be negative: writes the
+    /// simulator id and thread id as given.
+    pub fn begin_signed(&mut self, sim_id: i64, thread: i64) -> Result<InsnId> {
+        self.begin_with(sim_id, thread)
     }
 
     /// Appends `text` to one of the instruction's labels (`L`). The text is escaped, never
@@ -524,7 +569,7 @@ impl<W: Write> Writer<W> {
         push_text: impl FnOnce(&mut Vec<u8>) -> Result<()>,
     ) -> Result<()> {
         let Some(state) = self.live.get_mut(insn.0) else {
-            return self.not_live(insn);
+            return self.late_label(insn, kind, push_text);
         };
         if kind == LabelKind::StageNote && !state.entered {
             return Err(Error::new(ErrorKind::NoteBeforeStage { insn: insn.0 }));
@@ -545,6 +590,44 @@ impl<W: Write> Writer<W> {
         self.after_write()
     }
 
+    /// A label for an instruction that is not live: placed before its `R` if that is still
+    /// held back (see [`WriterBuilder::late_labels`]), else an error.
+    #[cold]
+    fn late_label(
+        &mut self,
+        insn: InsnId,
+        kind: LabelKind,
+        push_text: impl FnOnce(&mut Vec<u8>) -> Result<()>,
+    ) -> Result<()> {
+        let mark = match &self.holdback {
+            Some(holdback) if insn.is_traced() => holdback.find_retire(insn.0, self.cycle),
+            _ => None,
+        };
+        let Some(mark) = mark else {
+            return self.not_live(insn);
+        };
+        if kind == LabelKind::StageNote && !mark.entered {
+            return Err(Error::new(ErrorKind::NoteBeforeStage { insn: insn.0 }));
+        }
+        // Format the line at the end of the buffer, then rotate it into place.
+        let end = self.buf.len();
+        encode::label_start(&mut self.buf, insn.0, kind as u8);
+        let text_start = self.buf.len();
+        let pushed = push_text(&mut self.buf);
+        if pushed.is_err() || self.buf.len() == text_start {
+            self.buf.truncate(end);
+            return pushed;
+        }
+        self.buf.push(b'\n');
+        let len = self.buf.len() - end;
+        let at = (mark.pos - self.text_bytes) as usize;
+        self.buf[at..].rotate_right(len);
+        if let Some(holdback) = self.holdback.as_mut() {
+            holdback.inserted(mark.pos, len as u64);
+        }
+        self.after_write()
+    }
+
     /// The instruction enters `stage` in `lane` (`S`); the stage it had open in that lane is
     /// closed first with an explicit `E`.
     ///
@@ -556,11 +639,12 @@ impl<W: Write> Writer<W> {
         let Some(state) = self.live.get_mut(insn.0) else {
             return self.not_live(insn);
         };
-        let Some(name) = self.stages.name(stage) else {
+        if self.stages.name(stage).is_none() {
             return Err(Error::new(ErrorKind::UnknownStage));
-        };
+        }
         let previous = state.open(lane, stage);
-        write_pending_cycle(&mut self.buf, self.cycle, &mut self.written_cycle);
+        self.sync_cycle();
+        let name = self.stages.name(stage).unwrap_or_default();
         if let (Some(previous), false) = (previous, self.compact) {
             let previous = self.stages.name(previous).unwrap_or_default();
             encode::stage(&mut self.buf, b'E', insn.0, lane.get(), previous.as_bytes());
@@ -625,12 +709,29 @@ impl<W: Write> Writer<W> {
     /// [`ErrorKind::NotLive`] if it already retired or flushed.
     #[inline]
     pub fn flush(&mut self, insn: InsnId) -> Result<()> {
-        self.end_of_life(insn, 0, true).map(drop)
+        self.end_of_life(insn, 0u64, true).map(drop)
+    }
+
+    /// Like [`retire`](Self::retire) with the retire id given, for converters that keep the
+    /// ids of their input. Does not move the serial retire ids of [`retire`](Self::retire).
+    pub fn retire_as(&mut self, insn: InsnId, retire_id: i64) -> Result<()> {
+        self.end_of_life(insn, retire_id, false).map(drop)
+    }
+
+    /// Like [`flush`](Self::flush) with the retire id given, for converters that keep the
+    /// ids of their input.
+    pub fn flush_as(&mut self, insn: InsnId, retire_id: i64) -> Result<()> {
+        self.end_of_life(insn, retire_id, true).map(drop)
     }
 
     /// Writes the end of `insn`'s life; false if it is untraced.
     #[inline]
-    fn end_of_life(&mut self, insn: InsnId, retire_id: u64, flushed: bool) -> Result<bool> {
+    fn end_of_life<R: itoa::Integer>(
+        &mut self,
+        insn: InsnId,
+        retire_id: R,
+        flushed: bool,
+    ) -> Result<bool> {
         let Some(state) = self.live.remove(insn.0) else {
             if insn == InsnId::UNTRACED && !flushed && self.watch_window {
                 self.window.count_untraced_retirement();
@@ -644,6 +745,14 @@ impl<W: Write> Writer<W> {
                 let name = self.stages.name(stage).unwrap_or_default();
                 encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
             }
+        }
+        if let Some(holdback) = self.holdback.as_mut() {
+            holdback.mark_retire(RetireMark {
+                insn: insn.0,
+                pos: self.text_bytes + self.buf.len() as u64,
+                cycle: self.cycle,
+                entered: state.entered,
+            });
         }
         encode::end_of_life(&mut self.buf, insn.0, retire_id, flushed);
         if flushed {
@@ -743,7 +852,15 @@ impl<W: Write> Writer<W> {
     /// Writes the `C` that brings the file to the current cycle.
     #[inline]
     fn sync_cycle(&mut self) {
-        write_pending_cycle(&mut self.buf, self.cycle, &mut self.written_cycle);
+        if self.cycle != self.written_cycle {
+            if let Some(holdback) = self.holdback.as_mut() {
+                holdback.mark_cycle(self.text_bytes + self.buf.len() as u64, self.cycle);
+            }
+            // cycle > written_cycle always holds: time only moves forward.
+            let delta = self.cycle.wrapping_sub(self.written_cycle) as u64;
+            encode::cycle_delta(&mut self.buf, delta);
+            self.written_cycle = self.cycle;
+        }
     }
 
     #[inline]
@@ -761,8 +878,23 @@ impl<W: Write> Writer<W> {
             self.buf.clear();
             return Err(Error::new(ErrorKind::Poisoned));
         };
-        self.text_bytes += self.buf.len() as u64;
-        sink.consume(&mut self.buf).map_err(|err| self.poison(err))
+        let Some(holdback) = self.holdback.as_mut() else {
+            self.text_bytes += self.buf.len() as u64;
+            return sink.consume(&mut self.buf).map_err(|err| self.poison(err));
+        };
+        let end = self.text_bytes + self.buf.len() as u64;
+        let release = holdback.releasable(self.cycle, end);
+        holdback.released(release);
+        let n = (release - self.text_bytes) as usize;
+        self.text_bytes = release;
+        let result = if n > 0 {
+            sink.consume_prefix(&mut self.buf, n)
+        } else {
+            Ok(())
+        };
+        // What is held back stays; spill again once another buffer's worth has come.
+        self.spill_at = self.buf.len() + self.buffer_size;
+        result.map_err(|err| self.poison(err))
     }
 
     fn poison(&mut self, err: std::io::Error) -> Error {
@@ -777,6 +909,9 @@ impl<W: Write> Writer<W> {
         if self.window.update(self.cycle, self.retired) {
             // Konata's timeline starts at the first line whatever `C=` says, so the trace
             // starts where the window opens, not at the simulator's cycle 0.
+            if let Some(holdback) = self.holdback.as_mut() {
+                holdback.mark_cycle(self.text_bytes + self.buf.len() as u64, self.cycle);
+            }
             encode::header(&mut self.buf, self.cycle);
             self.written_cycle = self.cycle;
         }
@@ -823,16 +958,6 @@ impl<W: Write> Writer<W> {
             .map_err(Error::new)?;
         let output = sink.finish(&mut self.buf).map_err(|err| self.poison(err))?;
         Ok((summary, output))
-    }
-}
-
-/// Writes the `C` that brings the file from `written_cycle` to `cycle`, if they differ.
-#[inline]
-fn write_pending_cycle(buf: &mut Vec<u8>, cycle: i64, written_cycle: &mut i64) {
-    if cycle != *written_cycle {
-        // cycle > written_cycle always holds: time only moves forward.
-        encode::cycle_delta(buf, cycle.wrapping_sub(*written_cycle) as u64);
-        *written_cycle = cycle;
     }
 }
 
