@@ -1,1 +1,20 @@
-//! Normalize Kanata pipeline traces (work in progress: see issue 3).
+//! kanata-pp: turns the Kanata logs real simulators write into canonical Kanata files that
+//! Konata draws exactly as the simulator meant, with zero warnings.
+
+pub mod cli;
+pub mod convert;
+pub mod detect;
+pub mod diag;
+pub mod error;
+pub mod input;
+
+mod ids;
+mod kanata_parse;
+mod normalize;
+mod progress;
+
+pub use convert::{convert, Destination, Options, Report};
+pub use detect::Format;
+pub use diag::{Diagnostics, Rule};
+pub use error::{Error, ErrorKind};
+pub use normalize::{CloseOpen, Repairs};

@@ -1,0 +1,170 @@
+//! The command line: clap's definition of every option, and how it maps onto [`Options`].
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+use kanata_writer::Compression;
+
+use crate::convert::{Destination, Options};
+use crate::detect::Format;
+use crate::normalize::{CloseOpen, Repairs};
+
+const EXAMPLES: &str = "\
+Examples:
+  kanata-pp run.log -o run.kanata            normalize a sloppy Kanata log
+  kanata-pp run.log -o run.kanata.zst        ... and compress it (zstd, from the extension)
+  kanata-pp run.log.gz                       writes run.kanata beside the input
+  kanata-pp trace.out -o trace.kanata.zst    convert a gem5 O3PipeView trace
+  kanata-pp --check run.log                  validate only: exit 0 if it converts
+  zcat run.log.gz | kanata-pp - -o - | less  stdin to stdout
+
+Exit codes: 0 converted, 1 input or I/O error (no output is left behind), 2 usage error.
+Repair rules (Q1-Q20) are described in docs/rules.md.";
+
+/// Normalize Kanata pipeline traces (and convert gem5 O3PipeView traces) into canonical,
+/// optionally compressed .kanata files that Konata draws with zero warnings.
+#[derive(Debug, Parser)]
+#[command(name = "kanata-pp", version, after_help = EXAMPLES)]
+pub struct Cli {
+    /// The input trace: a path, or `-` for stdin. Plain, gzip or zstd (recognised by content).
+    #[arg(value_name = "INPUT")]
+    pub input: PathBuf,
+
+    /// Output path, or `-` for stdout. Default: the input's name with `.kanata`.
+    #[arg(short, long, value_name = "PATH")]
+    pub output: Option<PathBuf>,
+
+    /// Input format; detected from the content when not given.
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub from: Option<FromArg>,
+
+    /// Output compression. Default: from the output's extension (.gz, .zst), else none.
+    #[arg(long, value_enum, value_name = "KIND")]
+    pub compress: Option<CompressArg>,
+
+    /// Compression level (gzip 0-9, default 6; zstd 1-22, default 3).
+    #[arg(long, value_name = "N", allow_negative_numbers = true)]
+    pub level: Option<i32>,
+
+    /// Read and validate without writing; exit 0 when the input converts.
+    #[arg(long)]
+    pub check: bool,
+
+    /// Treat any repair as an error.
+    #[arg(long)]
+    pub strict: bool,
+
+    /// Show every repaired line, not only the first few of each rule.
+    #[arg(short, long)]
+    pub verbose: bool,
+
+    /// Print nothing but errors.
+    #[arg(short, long, conflicts_with = "verbose")]
+    pub quiet: bool,
+
+    /// Never draw a progress bar (it is only ever drawn on a terminal).
+    #[arg(long)]
+    pub no_progress: bool,
+
+    /// Q10: move a label that comes up to N cycles after its instruction's `R` before it.
+    #[arg(long, value_name = "N", default_value_t = 64)]
+    pub late_window: u64,
+
+    /// Q14: renumber retire ids serially over retired instructions.
+    #[arg(long)]
+    pub renumber_retire: bool,
+
+    /// Q15: close instructions still open at the end (with a flush or a retirement).
+    #[arg(long, value_enum, value_name = "HOW")]
+    pub close_open: Option<CloseOpenArg>,
+
+    /// Q16: drop repeated identical labels and merge back-to-back segments of a stage.
+    #[arg(long)]
+    pub dedupe: bool,
+
+    /// Q18: keep only the lines that start with PREFIX (and remove it).
+    #[arg(long, value_name = "PREFIX")]
+    pub strip_prefix: Option<String>,
+
+    /// Leave out the `E` lines Konata implies (drawn the same, smaller files).
+    #[arg(long)]
+    pub compact: bool,
+}
+
+/// `--from`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum FromArg {
+    /// A Kanata log.
+    Kanata,
+    /// A gem5 O3PipeView trace.
+    Gem5,
+    /// An RSD raw `RSD_Kanata` log.
+    Rsd,
+}
+
+/// `--compress`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CompressArg {
+    /// Plain text.
+    None,
+    /// gzip (.gz).
+    Gzip,
+    /// zstd (.zst).
+    Zstd,
+}
+
+/// `--close-open`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CloseOpenArg {
+    /// Flush them at the last cycle.
+    Flush,
+    /// Retire them at the last cycle.
+    Retire,
+}
+
+impl Cli {
+    /// The options this command line asks for.
+    pub fn options(&self) -> Result<Options, crate::Error> {
+        let compression = self.compress.map(|c| match c {
+            CompressArg::None => Compression::None,
+            CompressArg::Gzip => Compression::Gzip,
+            CompressArg::Zstd => Compression::Zstd,
+        });
+        let destination = if self.check {
+            Destination::Check
+        } else {
+            match &self.output {
+                Some(path) if path.as_os_str() == "-" => Destination::Stdout,
+                Some(path) => Destination::Path(path.clone()),
+                None if self.input.as_os_str() == "-" => Destination::Stdout,
+                None => Destination::Path(crate::convert::default_output(
+                    &self.input,
+                    compression.unwrap_or_default(),
+                )?),
+            }
+        };
+        let mut options = Options::new(destination);
+        options.from = self.from.map(|f| match f {
+            FromArg::Kanata => Format::Kanata,
+            FromArg::Gem5 => Format::Gem5,
+            FromArg::Rsd => Format::Rsd,
+        });
+        options.compression = compression;
+        options.level = self.level;
+        options.strict = self.strict;
+        options.max_examples = if self.verbose { usize::MAX } else { 5 };
+        options.progress = !self.no_progress && !self.quiet;
+        let mut repairs = Repairs::default();
+        repairs.late_window = self.late_window;
+        repairs.renumber_retire = self.renumber_retire;
+        repairs.close_open = self.close_open.map(|c| match c {
+            CloseOpenArg::Flush => CloseOpen::Flush,
+            CloseOpenArg::Retire => CloseOpen::Retire,
+        });
+        repairs.dedupe = self.dedupe;
+        repairs.strip_prefix = self.strip_prefix.as_ref().map(|p| p.as_bytes().to_vec());
+        repairs.compact = self.compact;
+        options.repairs = repairs;
+        Ok(options)
+    }
+}

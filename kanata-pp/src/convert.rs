@@ -1,0 +1,343 @@
+//! One conversion, callable from Rust: read an input, normalize it, write the output through
+//! a temporary file that is renamed into place only when everything succeeded.
+
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use kanata_writer::{Compression, Summary, WriterBuilder};
+
+use crate::detect::{self, Format};
+use crate::diag::Diagnostics;
+use crate::error::{Error, ErrorKind};
+use crate::input::{self, InputCompression, Lines};
+use crate::normalize::{KanataNormalizer, Repairs};
+use crate::progress::Progress;
+
+/// Where the converted trace goes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Destination {
+    /// A file, written beside it under a temporary name and renamed at the end.
+    Path(PathBuf),
+    /// Standard output.
+    Stdout,
+    /// Nowhere: validate only (`--check`).
+    Check,
+}
+
+/// How to convert.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Options {
+    /// The input format; `None` detects it.
+    pub from: Option<Format>,
+    /// Where the output goes.
+    pub destination: Destination,
+    /// Output compression; `None` takes it from the output's extension.
+    pub compression: Option<Compression>,
+    /// Compression level; `None` for the default (gzip 6, zstd 3).
+    pub level: Option<i32>,
+    /// The repairs and clean-ups.
+    pub repairs: Repairs,
+    /// Any repair is an error.
+    pub strict: bool,
+    /// Examples kept per rule in the diagnostics (`usize::MAX` for all).
+    pub max_examples: usize,
+    /// Show a progress bar (only ever drawn on a terminal).
+    pub progress: bool,
+}
+
+impl Options {
+    /// Convert to `destination` with the default repairs.
+    pub fn new(destination: Destination) -> Options {
+        Options {
+            from: None,
+            destination,
+            compression: None,
+            level: None,
+            repairs: Repairs::default(),
+            strict: false,
+            max_examples: 5,
+            progress: false,
+        }
+    }
+}
+
+/// What a conversion did.
+#[derive(Clone, Debug)]
+#[non_exhaustive]
+pub struct Report {
+    /// The input as named.
+    pub input: String,
+    /// The output path, if written to a file.
+    pub output: Option<PathBuf>,
+    /// The input format.
+    pub format: Format,
+    /// The input's compression.
+    pub input_compression: InputCompression,
+    /// The output's compression.
+    pub output_compression: Compression,
+    /// What the written trace holds.
+    pub summary: Summary,
+    /// Every repair, by rule.
+    pub diagnostics: Diagnostics,
+    /// Bytes of input, as stored (compressed).
+    pub bytes_in: u64,
+    /// Lines of input text.
+    pub lines_in: u64,
+    /// Bytes written (compressed), 0 for `--check`.
+    pub bytes_out: u64,
+    /// Wall time.
+    pub seconds: f64,
+}
+
+/// The output name used when none is given: the input's name with its compression suffix and
+/// its format suffix replaced by `.kanata` (plus the compression's own suffix).
+///
+/// ```
+/// use kanata_pp::convert::default_output;
+/// use kanata_writer::Compression;
+/// use std::path::Path;
+/// assert_eq!(default_output(Path::new("runs/a.log.gz"), Compression::None).unwrap(),
+///            Path::new("runs/a.kanata"));
+/// assert_eq!(default_output(Path::new("trace.out"), Compression::Zstd).unwrap(),
+///            Path::new("trace.kanata.zst"));
+/// assert!(default_output(Path::new("x.kanata"), Compression::None).is_err());
+/// ```
+pub fn default_output(input: &Path, compression: Compression) -> Result<PathBuf, Error> {
+    let name = input
+        .file_name()
+        .and_then(|n| n.to_str())
+        .filter(|_| input.as_os_str() != "-")
+        .ok_or_else(|| Error::new(ErrorKind::Usage, "give the output with -o"))?;
+    let mut stem = name;
+    for suffix in [".gz", ".zst"] {
+        stem = stem.strip_suffix(suffix).unwrap_or(stem);
+    }
+    if let Some(dot) = stem.rfind('.').filter(|&at| at > 0) {
+        stem = &stem[..dot];
+    }
+    let suffix = match compression {
+        Compression::None => "",
+        Compression::Gzip => ".gz",
+        Compression::Zstd => ".zst",
+    };
+    let output = input.with_file_name(format!("{stem}.kanata{suffix}"));
+    if output == input {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            format!(
+                "the default output name would overwrite the input {}: give the output with -o",
+                input.display()
+            ),
+        ));
+    }
+    Ok(output)
+}
+
+/// The output compression: the option, else the output's extension; an extension that
+/// contradicts the option is a usage error, because Konata opens files by extension.
+fn output_compression(options: &Options) -> Result<Compression, Error> {
+    let from_name = match &options.destination {
+        Destination::Path(path) => Some(Compression::from_path(path)),
+        _ => None,
+    };
+    match (options.compression, from_name) {
+        (Some(asked), Some(named)) if asked != named => Err(Error::new(
+            ErrorKind::Usage,
+            format!(
+                "--compress {} contradicts the output's extension; Konata opens files by \
+                 extension (.gz, .zst)",
+                compression_name(asked)
+            ),
+        )),
+        (Some(asked), _) => Ok(asked),
+        (None, Some(named)) => Ok(named),
+        (None, None) => Ok(Compression::None),
+    }
+}
+
+/// `none`, `gzip` or `zstd`.
+pub fn compression_name(compression: Compression) -> &'static str {
+    match compression {
+        Compression::None => "none",
+        Compression::Gzip => "gzip",
+        Compression::Zstd => "zstd",
+    }
+}
+
+/// Converts `input` (a path, or `-` for stdin) as `options` say.
+pub fn convert(input: &Path, options: &Options) -> Result<Report, Error> {
+    let name = if input.as_os_str() == "-" {
+        "<stdin>".to_owned()
+    } else {
+        input.display().to_string()
+    };
+    convert_inner(input, &name, options).map_err(|err| err.with_file(&name))
+}
+
+fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, Error> {
+    let started = Instant::now();
+    let compression = output_compression(options)?;
+    let opened = input::open(input)
+        .map_err(|err| Error::new(ErrorKind::Io, format!("cannot read: {err}")))?;
+    let format = match options.from {
+        Some(format) => format,
+        None => detect::detect(&opened.head)?,
+    };
+    let mut builder = WriterBuilder::new();
+    builder.compression(compression);
+    if let Some(level) = options.level {
+        builder.level(level);
+    }
+    let mut diag = Diagnostics::new(options.max_examples, options.strict);
+    let mut progress = Progress::new(options.progress, opened.raw_len, name);
+    let raw_read = opened.raw_read.clone();
+    progress.follow(raw_read.clone());
+    let input_compression = opened.compression;
+
+    let (summary, lines_in, output, bytes_out) = match &options.destination {
+        Destination::Check => {
+            builder.compression(Compression::None);
+            let (summary, lines) = run(
+                format,
+                opened.reader,
+                builder,
+                io::sink(),
+                options,
+                &mut diag,
+                &progress,
+            )?;
+            (summary, lines, None, 0)
+        }
+        Destination::Stdout => {
+            if compression != Compression::None && io::IsTerminal::is_terminal(&io::stdout()) {
+                return Err(Error::new(
+                    ErrorKind::Usage,
+                    "refusing to write compressed data to a terminal",
+                ));
+            }
+            builder.background(true);
+            let (summary, lines) = run(
+                format,
+                opened.reader,
+                builder,
+                io::stdout(),
+                options,
+                &mut diag,
+                &progress,
+            )?;
+            (summary, lines, None, 0)
+        }
+        Destination::Path(path) => {
+            builder.background(true);
+            let dir = match path.parent() {
+                Some(dir) if !dir.as_os_str().is_empty() => dir,
+                _ => Path::new("."),
+            };
+            let temp = tempfile::Builder::new()
+                .prefix(".kanata-pp-")
+                .suffix(".tmp")
+                .tempfile_in(dir)
+                .map_err(|err| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("cannot create a file in {}: {err}", dir.display()),
+                    )
+                })?;
+            let file = temp.reopen()?;
+            // On any error `temp` is dropped here, which deletes it: no partial output, and
+            // an existing file at `path` stays as it was.
+            let (summary, lines) = run(
+                format,
+                opened.reader,
+                builder,
+                file,
+                options,
+                &mut diag,
+                &progress,
+            )?;
+            let bytes_out = temp.as_file().metadata().map(|m| m.len()).unwrap_or(0);
+            temp.persist(path).map_err(|err| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot write {}: {}", path.display(), err.error),
+                )
+            })?;
+            (summary, lines, Some(path.clone()), bytes_out)
+        }
+    };
+    progress.finish();
+    Ok(Report {
+        input: name.to_owned(),
+        output,
+        format,
+        input_compression,
+        output_compression: compression,
+        summary,
+        diagnostics: diag,
+        bytes_in: raw_read.load(std::sync::atomic::Ordering::Relaxed),
+        lines_in,
+        bytes_out,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// Reads every line of `reader` into the normalizer for `format`.
+fn run<W: Write + Send + 'static>(
+    format: Format,
+    reader: Box<dyn io::Read + Send>,
+    builder: WriterBuilder,
+    output: W,
+    options: &Options,
+    diag: &mut Diagnostics,
+    progress: &Progress,
+) -> Result<(Summary, u64), Error> {
+    match format {
+        Format::Kanata => {}
+        other => {
+            return Err(Error::new(
+                ErrorKind::Input,
+                format!("{} input is not supported yet", other.name()),
+            ))
+        }
+    }
+    let mut normalizer = KanataNormalizer::new(builder, output, options.repairs.clone());
+    let mut lines = Lines::new(reader);
+    loop {
+        let (number, had_cr, line) = match lines.next_line() {
+            Ok(Some(line)) => line,
+            Ok(None) => break,
+            Err(err) => {
+                return Err(Error::at_line(
+                    lines.number + 1,
+                    format!("cannot read the input: {err}"),
+                ))
+            }
+        };
+        normalizer.line(line, number, diag)?;
+        if had_cr {
+            diag.report(crate::diag::Rule::Q3, number, || {
+                "CR LF line end".to_owned()
+            });
+        }
+        if let Some((rule, example)) = diag.strict_violation() {
+            return Err(Error::new(
+                ErrorKind::Strict,
+                format!("--strict: {rule}: {}", example.message),
+            )
+            .with_line(example.line));
+        }
+        if number % 65_536 == 0 {
+            progress.update();
+        }
+    }
+    let summary = normalizer.finish(diag)?;
+    if let Some((rule, example)) = diag.strict_violation() {
+        return Err(Error::new(
+            ErrorKind::Strict,
+            format!("--strict: {rule}: {}", example.message),
+        ));
+    }
+    Ok((summary, lines.number))
+}

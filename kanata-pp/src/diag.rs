@@ -1,0 +1,212 @@
+//! Diagnostics: every line kanata-pp repaired, moved or dropped, grouped by the rule of the
+//! format spec that applied (Q1–Q20, see `docs/rules.md`), counted, with the first few
+//! examples of each (all of them when verbose).
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+/// A rule of the quirk catalogue (§5 of the format spec), as diagnostics name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum Rule {
+    /// Q1: padded numbers, trailing blanks and empty fields; empty labels.
+    Q1,
+    /// Q2: header variants, other versions, legacy header-less logs.
+    Q2,
+    /// Q3: blank lines, comments, unknown commands, trailing `//` comments.
+    Q3,
+    /// Q4: `C 0`.
+    Q4,
+    /// Q4b: a bare `C` with no number.
+    Q4b,
+    /// Q5: a late, repeated or mid-file `C=`.
+    Q5,
+    /// Q7: an `E` for a stage that is not the open one of its lane.
+    Q7,
+    /// Q8: a raw line break inside label text.
+    Q8,
+    /// Q9: a TAB inside label text.
+    Q9,
+    /// Q10: a command after the instruction's `R`.
+    Q10,
+    /// Q11: a file id used again.
+    Q11,
+    /// Q12: a command for an id never declared; a dependency that cannot be drawn.
+    Q12,
+    /// Q13: an `R` with an empty, `'0'`/`'1'`-as-number or other type, or no retire id.
+    Q13,
+    /// Q14: retire ids renumbered (`--renumber-retire`).
+    Q14,
+    /// Q15: instructions still open at the end closed (`--close-open`).
+    Q15,
+    /// Q16: repeated labels dropped, back-to-back segments merged (`--dedupe`).
+    Q16,
+    /// Q17: zero-length stages stretched to one cycle (`--stretch-zero`).
+    Q17,
+    /// Q18: lines without the prefix skipped (`--strip-prefix`).
+    Q18,
+    /// Q19: fields separated by spaces instead of TABs.
+    Q19,
+    /// Q20: a lane written other than as a plain decimal.
+    Q20,
+}
+
+impl Rule {
+    /// The id diagnostics print, as in the spec and `docs/rules.md`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Rule::Q1 => "Q1",
+            Rule::Q2 => "Q2",
+            Rule::Q3 => "Q3",
+            Rule::Q4 => "Q4",
+            Rule::Q4b => "Q4b",
+            Rule::Q5 => "Q5",
+            Rule::Q7 => "Q7",
+            Rule::Q8 => "Q8",
+            Rule::Q9 => "Q9",
+            Rule::Q10 => "Q10",
+            Rule::Q11 => "Q11",
+            Rule::Q12 => "Q12",
+            Rule::Q13 => "Q13",
+            Rule::Q14 => "Q14",
+            Rule::Q15 => "Q15",
+            Rule::Q16 => "Q16",
+            Rule::Q17 => "Q17",
+            Rule::Q18 => "Q18",
+            Rule::Q19 => "Q19",
+            Rule::Q20 => "Q20",
+        }
+    }
+
+    /// What the rule does, in the words of the summary line.
+    pub fn summary(self) -> &'static str {
+        match self {
+            Rule::Q1 => "padded numbers, trailing blank fields or empty labels",
+            Rule::Q2 => "header repaired",
+            Rule::Q3 => "blank, comment or unknown lines dropped",
+            Rule::Q4 => "`C 0` lines dropped",
+            Rule::Q4b => "bare `C` read as one cycle",
+            Rule::Q5 => "late or mid-file `C=` turned into a cycle step",
+            Rule::Q7 => "`E` for a stage that is not open dropped",
+            Rule::Q8 => "label continued over a raw line break",
+            Rule::Q9 => "TAB inside label text joined with a space",
+            Rule::Q10 => "command after the instruction's `R`",
+            Rule::Q11 => "file id used again",
+            Rule::Q12 => "command for an undeclared instruction or undrawable dependency dropped",
+            Rule::Q13 => "`R` type or retire id repaired",
+            Rule::Q14 => "retire ids renumbered",
+            Rule::Q15 => "instructions open at the end closed",
+            Rule::Q16 => "repeated labels or stage segments merged",
+            Rule::Q17 => "zero-length stages stretched to one cycle",
+            Rule::Q18 => "lines without the prefix skipped",
+            Rule::Q19 => "fields separated by spaces",
+            Rule::Q20 => "lane written other than as a plain decimal",
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.id())
+    }
+}
+
+/// One reported line.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Example {
+    /// The input line number (1-based); 0 for the end of the input.
+    pub line: u64,
+    /// What was done.
+    pub message: String,
+}
+
+/// The repairs of one rule.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RuleReport {
+    /// How many lines the rule applied to.
+    pub count: u64,
+    /// The first examples (all of them when verbose).
+    pub examples: Vec<Example>,
+}
+
+/// Every repair of one conversion, grouped by rule.
+#[derive(Clone, Debug, Default)]
+pub struct Diagnostics {
+    rules: BTreeMap<Rule, RuleReport>,
+    max_examples: usize,
+    strict: bool,
+    first_strict: Option<(Rule, Example)>,
+}
+
+impl Diagnostics {
+    /// Keeps `max_examples` examples per rule (`usize::MAX` for all); with `strict`, the first
+    /// repair is remembered as an error.
+    pub fn new(max_examples: usize, strict: bool) -> Diagnostics {
+        Diagnostics {
+            rules: BTreeMap::new(),
+            max_examples,
+            strict,
+            first_strict: None,
+        }
+    }
+
+    /// Records that `rule` applied at `line`; `message` is formatted only if kept.
+    #[inline]
+    pub fn report(&mut self, rule: Rule, line: u64, message: impl FnOnce() -> String) {
+        let entry = self.rules.entry(rule).or_default();
+        entry.count += 1;
+        let keep = entry.examples.len() < self.max_examples;
+        if keep || (self.strict && self.first_strict.is_none()) {
+            let example = Example {
+                line,
+                message: message(),
+            };
+            if self.strict && self.first_strict.is_none() {
+                self.first_strict = Some((rule, example.clone()));
+            }
+            if keep {
+                entry.examples.push(example);
+            }
+        }
+    }
+
+    /// The first repair, when strict.
+    pub fn strict_violation(&self) -> Option<&(Rule, Example)> {
+        self.first_strict.as_ref()
+    }
+
+    /// The reports, by rule.
+    pub fn rules(&self) -> &BTreeMap<Rule, RuleReport> {
+        &self.rules
+    }
+
+    /// How many repairs in all.
+    pub fn total(&self) -> u64 {
+        self.rules.values().map(|r| r.count).sum()
+    }
+
+    /// Writes one summary line per rule and its examples, for humans.
+    pub fn write_summary(&self, out: &mut dyn std::io::Write, input: &str) -> std::io::Result<()> {
+        for (rule, report) in &self.rules {
+            writeln!(
+                out,
+                "{input}: {rule}: {} ({} line{})",
+                rule.summary(),
+                report.count,
+                if report.count == 1 { "" } else { "s" }
+            )?;
+            for example in &report.examples {
+                if example.line == 0 {
+                    writeln!(out, "  at end: {}", example.message)?;
+                } else {
+                    writeln!(out, "  line {}: {}", example.line, example.message)?;
+                }
+            }
+            let hidden = report.count - report.examples.len() as u64;
+            if hidden > 0 {
+                writeln!(out, "  … and {hidden} more (-v shows all)")?;
+            }
+        }
+        Ok(())
+    }
+}

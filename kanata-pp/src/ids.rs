@@ -1,0 +1,149 @@
+//! Which output instruction an input file id names (Q11, Q12).
+//!
+//! Writers that reuse file ids (ROB slots, instruction-buffer entries) make an id name
+//! different instructions over time: an `I` for a finished id starts a new instruction, and
+//! a dependency's producer is the live instruction with that id, else the most recent
+//! finished one among the last [`PRODUCER_HORIZON`] instructions. Live instructions sit in a
+//! small map; finished ones in a larger one that forgets instructions once they fall behind
+//! the horizon, so memory stays bounded however long the log is.
+
+use std::collections::HashMap;
+use std::collections::VecDeque;
+use std::hash::{BuildHasherDefault, Hasher};
+
+use kanata_writer::InsnId;
+
+/// How many instructions back a dependency may name a finished producer.
+pub(crate) const PRODUCER_HORIZON: u64 = 1 << 20;
+
+/// A multiplicative hash for integer keys: file ids are mostly sequential, and SipHash's
+/// resistance to chosen keys buys nothing here.
+#[derive(Default, Clone, Copy)]
+pub(crate) struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.0 = (self.0.rotate_left(5) ^ u64::from(b)).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+        }
+    }
+
+    fn write_i64(&mut self, n: i64) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.write_i64(n as i64);
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.write_i64(n as i64);
+    }
+}
+
+/// A `HashMap` with [`IdHasher`].
+pub(crate) type IdMap<K, V> = HashMap<K, V, BuildHasherDefault<IdHasher>>;
+
+/// What an input id names now.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Resolved {
+    /// A live instruction.
+    Live(InsnId),
+    /// An instruction that has ended (within the horizon).
+    Finished(InsnId),
+    /// Nothing: never declared, or ended too long ago.
+    Unknown,
+}
+
+/// The map from input file ids to output instructions; `L` is what the caller keeps per
+/// live instruction.
+pub(crate) struct Ids<L> {
+    live: IdMap<i64, (InsnId, L)>,
+    /// Finished instructions by input id, the most recent instance of each.
+    finished: IdMap<i64, InsnId>,
+    /// Input id of each of the last `PRODUCER_HORIZON` output ids, oldest first, to forget
+    /// finished instructions in order.
+    recent: VecDeque<i64>,
+    /// Output id of `recent[0]`.
+    recent_base: u64,
+}
+
+impl<L> Ids<L> {
+    pub(crate) fn new() -> Ids<L> {
+        Ids {
+            live: IdMap::default(),
+            finished: IdMap::default(),
+            recent: VecDeque::new(),
+            recent_base: 0,
+        }
+    }
+
+    /// The live instruction with input id `id`, and what the caller keeps for it.
+    #[inline]
+    pub(crate) fn live(&mut self, id: i64) -> Option<&mut (InsnId, L)> {
+        self.live.get_mut(&id)
+    }
+
+    /// What `id` names now.
+    pub(crate) fn resolve(&self, id: i64) -> Resolved {
+        if let Some(&(insn, _)) = self.live.get(&id) {
+            return Resolved::Live(insn);
+        }
+        match self.finished.get(&id) {
+            Some(&insn) if out_id(insn) >= self.recent_base => Resolved::Finished(insn),
+            _ => Resolved::Unknown,
+        }
+    }
+
+    /// Input id `id` now names the new live instruction `insn` (the next output id).
+    pub(crate) fn begin(&mut self, id: i64, insn: InsnId, keep: L) {
+        self.finished.remove(&id);
+        self.live.insert(id, (insn, keep));
+        if self.recent.is_empty() {
+            self.recent_base = out_id(insn);
+        }
+        self.recent.push_back(id);
+        if self.recent.len() as u64 > PRODUCER_HORIZON {
+            if let Some(old) = self.recent.pop_front() {
+                let old_out = self.recent_base;
+                self.recent_base += 1;
+                if self
+                    .finished
+                    .get(&old)
+                    .is_some_and(|&i| out_id(i) == old_out)
+                {
+                    self.finished.remove(&old);
+                }
+            }
+        }
+    }
+
+    /// The live instruction `id` ended.
+    pub(crate) fn end(&mut self, id: i64) -> Option<(InsnId, L)> {
+        let (insn, keep) = self.live.remove(&id)?;
+        if out_id(insn) >= self.recent_base {
+            self.finished.insert(id, insn);
+        }
+        Some((insn, keep))
+    }
+
+    /// The live instructions, oldest first.
+    pub(crate) fn live_in_order(&self) -> Vec<(i64, InsnId)> {
+        let mut live: Vec<(i64, InsnId)> = self
+            .live
+            .iter()
+            .map(|(&id, &(insn, _))| (id, insn))
+            .collect();
+        live.sort_by_key(|&(_, insn)| insn);
+        live
+    }
+}
+
+/// The output file id of a traced instruction (every instruction kanata-pp writes is).
+pub(crate) fn out_id(insn: InsnId) -> u64 {
+    insn.file_id().unwrap_or(u64::MAX)
+}

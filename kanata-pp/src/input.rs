@@ -1,0 +1,292 @@
+//! Opening the input: a path or `-` (stdin), plain, gzip or zstd recognised by its magic
+//! bytes (never by its name), read as lines.
+
+use std::fs::File;
+use std::io::{self, BufRead, BufReader, Read};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// How the input was compressed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum InputCompression {
+    /// Plain text.
+    None,
+    /// gzip (one member or several).
+    Gzip,
+    /// zstd (one frame or several).
+    Zstd,
+}
+
+impl InputCompression {
+    /// The name reports use: `none`, `gzip`, `zstd`.
+    pub fn name(self) -> &'static str {
+        match self {
+            InputCompression::None => "none",
+            InputCompression::Gzip => "gzip",
+            InputCompression::Zstd => "zstd",
+        }
+    }
+}
+
+/// Counts the bytes read from the raw (possibly compressed) input, for progress bars.
+struct Counting<R> {
+    inner: R,
+    count: Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// An opened input: its decompressed bytes, and what was found out about it.
+pub struct Input {
+    /// The decompressed text.
+    pub reader: Box<dyn Read + Send>,
+    /// The compression found from the magic bytes.
+    pub compression: InputCompression,
+    /// The size of the raw input, when it is a file.
+    pub raw_len: Option<u64>,
+    /// Raw bytes read so far.
+    pub raw_read: Arc<AtomicU64>,
+    /// The first bytes of the decompressed text, for format detection.
+    pub head: Vec<u8>,
+}
+
+/// Opens `path` (`-` for stdin) and recognises its compression.
+pub fn open(path: &Path) -> io::Result<Input> {
+    let (raw, raw_len): (Box<dyn Read + Send>, Option<u64>) = if path.as_os_str() == "-" {
+        (Box::new(io::stdin()), None)
+    } else {
+        let file = File::open(path)?;
+        let len = file
+            .metadata()
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len());
+        (Box::new(file), len)
+    };
+    from_reader(raw, raw_len)
+}
+
+/// Recognises the compression of `raw` and wraps it in the right decoder.
+pub fn from_reader(raw: Box<dyn Read + Send>, raw_len: Option<u64>) -> io::Result<Input> {
+    let raw_read = Arc::new(AtomicU64::new(0));
+    let counting = Counting {
+        inner: raw,
+        count: Arc::clone(&raw_read),
+    };
+    let mut buffered = BufReader::with_capacity(1 << 20, counting);
+    let magic = buffered.fill_buf()?;
+    let compression = if magic.starts_with(&[0x1f, 0x8b]) {
+        InputCompression::Gzip
+    } else if magic.starts_with(&[0x28, 0xb5, 0x2f, 0xfd]) {
+        InputCompression::Zstd
+    } else {
+        InputCompression::None
+    };
+    let mut reader: Box<dyn Read + Send> = match compression {
+        InputCompression::None => Box::new(buffered),
+        // Several members (pigz, concatenated files) are one stream.
+        InputCompression::Gzip => Box::new(flate2::bufread::MultiGzDecoder::new(buffered)),
+        InputCompression::Zstd => Box::new(zstd::stream::read::Decoder::with_buffer(buffered)?),
+    };
+    // Read the head for format detection; it is given back in front of the rest.
+    let mut head = vec![0; 4096];
+    let mut filled = 0;
+    while filled < head.len() {
+        match reader.read(&mut head[filled..]) {
+            Ok(0) => break,
+            Ok(n) => filled += n,
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            Err(err) => return Err(err),
+        }
+    }
+    head.truncate(filled);
+    let reader: Box<dyn Read + Send> = Box::new(io::Cursor::new(head.clone()).chain(reader));
+    Ok(Input {
+        reader,
+        compression,
+        raw_len,
+        raw_read,
+        head,
+    })
+}
+
+/// Reads lines out of a byte stream in large blocks, without a `String` per line.
+pub(crate) struct Lines<R> {
+    reader: R,
+    buf: Vec<u8>,
+    /// Start of the next line in `buf`.
+    start: usize,
+    /// End of the valid bytes in `buf`.
+    end: usize,
+    eof: bool,
+    /// Number of the line last returned (1-based).
+    pub(crate) number: u64,
+    had_cr: bool,
+}
+
+const BLOCK: usize = 1 << 20;
+
+impl<R: Read> Lines<R> {
+    pub(crate) fn new(reader: R) -> Lines<R> {
+        Lines {
+            reader,
+            buf: vec![0; BLOCK],
+            start: 0,
+            end: 0,
+            eof: false,
+            number: 0,
+            had_cr: false,
+        }
+    }
+
+    /// The next line without its LF (and without a CR before it), with its number and
+    /// whether it ended in CR LF; `None` at the end.
+    pub(crate) fn next_line(&mut self) -> io::Result<Option<(u64, bool, &[u8])>> {
+        loop {
+            if let Some(n) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+                let line_start = self.start;
+                let mut line_end = line_start + n;
+                self.start = line_end + 1;
+                self.number += 1;
+                self.had_cr = line_end > line_start && self.buf[line_end - 1] == b'\r';
+                if self.had_cr {
+                    line_end -= 1;
+                }
+                return Ok(Some((
+                    self.number,
+                    self.had_cr,
+                    &self.buf[line_start..line_end],
+                )));
+            }
+            if self.eof {
+                if self.start == self.end {
+                    return Ok(None);
+                }
+                // The last line has no LF.
+                let line_start = self.start;
+                let mut line_end = self.end;
+                self.start = self.end;
+                self.number += 1;
+                self.had_cr = self.buf[line_end - 1] == b'\r';
+                if self.had_cr {
+                    line_end -= 1;
+                }
+                return Ok(Some((
+                    self.number,
+                    self.had_cr,
+                    &self.buf[line_start..line_end],
+                )));
+            }
+            self.refill()?;
+        }
+    }
+
+    fn refill(&mut self) -> io::Result<()> {
+        // Move the partial line to the front; grow if one line fills the whole buffer.
+        self.buf.copy_within(self.start..self.end, 0);
+        self.end -= self.start;
+        self.start = 0;
+        if self.end == self.buf.len() {
+            self.buf.resize(self.buf.len() * 2, 0);
+        }
+        loop {
+            match self.reader.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(());
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(());
+                }
+                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+                Err(err) => return Err(err),
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(text: &[u8]) -> Vec<(u64, String, bool)> {
+        let mut lines = Lines::new(text);
+        let mut out = Vec::new();
+        while let Some((number, had_cr, line)) = lines.next_line().unwrap() {
+            out.push((number, String::from_utf8_lossy(line).into_owned(), had_cr));
+        }
+        out
+    }
+
+    #[test]
+    fn lines_strip_lf_and_crlf_and_keep_a_last_line_without_newline() {
+        assert_eq!(
+            lines(b"a\r\nb\n\nc"),
+            vec![
+                (1, "a".into(), true),
+                (2, "b".into(), false),
+                (3, "".into(), false),
+                (4, "c".into(), false)
+            ]
+        );
+        assert!(lines(b"").is_empty());
+    }
+
+    #[test]
+    fn a_line_longer_than_the_block_is_read_whole() {
+        let mut text = vec![b'x'; 3 * BLOCK];
+        text.extend_from_slice(b"\ny\n");
+        let got = lines(&text);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].1.len(), 3 * BLOCK);
+    }
+
+    #[test]
+    fn compression_is_recognised_by_magic_bytes() {
+        use std::io::Write;
+        let text = b"Kanata\t0004\nC=\t0\n".to_vec();
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        let gz = gz.finish().unwrap();
+        let zst = zstd::encode_all(&text[..], 3).unwrap();
+        for (raw, want) in [
+            (text.clone(), InputCompression::None),
+            (gz, InputCompression::Gzip),
+            (zst, InputCompression::Zstd),
+        ] {
+            let mut input = from_reader(Box::new(io::Cursor::new(raw)), None).unwrap();
+            assert_eq!(input.compression, want);
+            let mut got = Vec::new();
+            input.reader.read_to_end(&mut got).unwrap();
+            assert_eq!(got, text);
+            assert!(input.head.starts_with(b"Kanata"));
+        }
+    }
+
+    #[test]
+    fn truncated_compressed_input_is_an_error() {
+        use std::io::Write;
+        let text = b"Kanata\t0004\nC=\t0\n".repeat(1000);
+        let mut gz = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+        gz.write_all(&text).unwrap();
+        let gz = gz.finish().unwrap();
+        let zst = zstd::encode_all(&text[..], 3).unwrap();
+        for raw in [gz, zst] {
+            let cut = raw[..raw.len() - 10].to_vec();
+            let result = from_reader(Box::new(io::Cursor::new(cut)), None)
+                .and_then(|mut input| input.reader.read_to_end(&mut Vec::new()));
+            assert!(
+                result.is_err(),
+                "a truncated stream must not read as complete"
+            );
+        }
+    }
+}

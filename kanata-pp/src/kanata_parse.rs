@@ -1,0 +1,663 @@
+//! Reading one line of a Kanata log into a command, with the line-level repairs of the quirk
+//! catalogue: padding and trailing blanks (Q1), header variants (Q2), comments and unknown
+//! lines (Q3), the bare `C` (Q4b), TABs inside labels (Q9), the type of `R` (Q13, raw),
+//! space-separated fields (Q19) and lanes written oddly (Q20).
+//!
+//! Works on bytes: a line is split in place and numbers are parsed without allocating. Only
+//! a label whose text must be rebuilt (Q9, Q19) is copied, into a buffer the caller keeps.
+
+use memchr::memchr;
+
+use crate::diag::{Diagnostics, Rule};
+
+/// What one input line is.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Line<'a> {
+    /// Empty or only white space.
+    Blank,
+    /// A `#` or `//` comment line.
+    Comment,
+    /// `Kanata <version>`.
+    Header { version: &'a [u8] },
+    /// A command.
+    Command(Command<'a>),
+    /// A command line that cannot be used (already reported).
+    Invalid,
+    /// Not a command: text that may continue a label (Q8), else dropped (Q3).
+    Other,
+}
+
+/// A command, fields parsed.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Command<'a> {
+    /// `C= <cycle>`.
+    Start(i64),
+    /// `C <n>`.
+    Cycle(i64),
+    /// `I <id> <sim id> <thread>`.
+    Insn { id: i64, sim_id: i64, thread: i64 },
+    /// `L <id> <type> <text>`; text as written (never empty).
+    Label { id: i64, kind: u8, text: &'a [u8] },
+    /// `S`/`E` `<id> <lane> <stage>`.
+    Stage {
+        end: bool,
+        id: i64,
+        lane: u32,
+        name: &'a [u8],
+    },
+    /// `R <id> <retire id> <type>`; the type is decided by the normalizer (Q13).
+    Retire {
+        id: i64,
+        retire_id: i64,
+        kind: RetireType,
+    },
+    /// `W <consumer> <producer> <type>`.
+    Dep {
+        consumer: i64,
+        producer: i64,
+        kind: u32,
+    },
+}
+
+/// The type field of an `R`, before Q13 decides what it means.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum RetireType {
+    /// No type field, or an empty one.
+    Empty,
+    /// A number.
+    Value(i64),
+    /// Something that is not a number.
+    Invalid,
+}
+
+/// Where the fields of a line are, and whether they were separated by TABs.
+struct Fields<'a> {
+    fields: [&'a [u8]; 4],
+    count: usize,
+    /// The label text as written: field 3 when the line has TABs, else the rest of the line
+    /// after the type (Q19); may hold further TABs (Q9).
+    rest: &'a [u8],
+    tabbed: bool,
+}
+
+/// White space as JavaScript's `trim` sees it in ASCII (Konata trims numbers that way).
+#[inline]
+fn is_space(b: u8) -> bool {
+    matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
+}
+
+#[inline]
+pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
+    while let [first, rest @ ..] = s {
+        if !is_space(*first) {
+            break;
+        }
+        s = rest;
+    }
+    while let [rest @ .., last] = s {
+        if !is_space(*last) {
+            break;
+        }
+        s = rest;
+    }
+    s
+}
+
+/// Parses a decimal integer with optional sign after trimming; `canonical` is false when the
+/// text was not already plain (padding, `+`, leading zeros).
+#[inline]
+pub(crate) fn parse_int(field: &[u8]) -> Option<(i64, bool)> {
+    // Fast path: plain digits, the canonical form.
+    if !field.is_empty() && field.len() <= 18 && field.iter().all(u8::is_ascii_digit) {
+        let value = field
+            .iter()
+            .fold(0i64, |acc, &d| acc * 10 + i64::from(d - b'0'));
+        let canonical = field.len() == 1 || field[0] != b'0';
+        return Some((value, canonical));
+    }
+    let trimmed = trim(field);
+    let (negative, digits) = match trimmed {
+        [b'-', rest @ ..] => (true, rest),
+        [b'+', rest @ ..] => (false, rest),
+        _ => (false, trimmed),
+    };
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let mut value: i64 = 0;
+    for &d in digits {
+        let digit = i64::from(d - b'0');
+        value = value.checked_mul(10)?;
+        value = if negative {
+            value.checked_sub(digit)?
+        } else {
+            value.checked_add(digit)?
+        };
+    }
+    let canonical = trimmed.len() == field.len()
+        && trimmed[0] != b'+'
+        && (digits.len() == 1 || digits[0] != b'0')
+        && !(negative && value == 0);
+    Some((value, canonical))
+}
+
+/// The line reader's view of one line: its number and what the repairs report.
+pub(crate) struct LineParser {
+    /// Label text rebuilt from several fields (Q9).
+    scratch: Vec<u8>,
+}
+
+impl LineParser {
+    pub(crate) fn new() -> LineParser {
+        LineParser {
+            scratch: Vec::new(),
+        }
+    }
+
+    /// Reads `line` (without its line end). `lineno` is 1-based, for the reports.
+    pub(crate) fn parse<'a>(
+        &'a mut self,
+        line: &'a [u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Line<'a> {
+        let Some(&first) = line.first() else {
+            return Line::Blank;
+        };
+        // Commands start with one of `C I L S E R W` right at the line start: test that before
+        // anything slower.
+        if !matches!(first, b'C' | b'I' | b'L' | b'S' | b'E' | b'R' | b'W' | b'K') {
+            return classify_other(line);
+        }
+        let f = split(line);
+        let name = if f.tabbed {
+            f.fields[0]
+        } else {
+            trim(f.fields[0])
+        };
+        match name {
+            b"C" | b"C=" | b"I" | b"L" | b"S" | b"E" | b"R" | b"W" => {}
+            _ if name.starts_with(b"Kanata") => {
+                let version = if f.count > 1 {
+                    trim(f.fields[1])
+                } else {
+                    trim(&line[6..])
+                };
+                return Line::Header { version };
+            }
+            _ => return classify_other(line),
+        }
+        if !f.tabbed {
+            diag.report(Rule::Q19, lineno, || {
+                "fields separated by spaces, not TABs".to_owned()
+            });
+        }
+        let mut padded = false;
+        let command = match name {
+            b"C=" => int_field(&f, 1, lineno, diag, &mut padded, "cycle").map(Command::Start),
+            b"C" => {
+                if f.count < 2 || trim(f.fields[1]).is_empty() {
+                    diag.report(Rule::Q4b, lineno, || {
+                        "`C` without a number read as one cycle".to_owned()
+                    });
+                    Some(Command::Cycle(1))
+                } else {
+                    int_field(&f, 1, lineno, diag, &mut padded, "cycle count").map(Command::Cycle)
+                }
+            }
+            b"I" => (|| {
+                let id = int_field(&f, 1, lineno, diag, &mut padded, "file id")?;
+                let sim_id = int_field(&f, 2, lineno, diag, &mut padded, "simulator id")?;
+                let thread = int_field(&f, 3, lineno, diag, &mut padded, "thread id")?;
+                Some(Command::Insn { id, sim_id, thread })
+            })(),
+            b"L" => return self.label(&f, lineno, diag),
+            b"S" | b"E" => (|| {
+                let id = int_field(&f, 1, lineno, diag, &mut padded, "file id")?;
+                let lane = lane_field(&f, lineno, diag)?;
+                let stage = trim(f.fields.get(3).copied().filter(|_| f.count > 3)?);
+                let stage = strip_trailing_comment(stage, lineno, diag);
+                if stage.is_empty() {
+                    diag.report(Rule::Q1, lineno, || {
+                        "stage command without a stage name dropped".to_owned()
+                    });
+                    return None;
+                }
+                if f.tabbed && stage.len() != f.fields[3].len() {
+                    padded = true;
+                }
+                Some(Command::Stage {
+                    end: name == b"E",
+                    id,
+                    lane,
+                    name: stage,
+                })
+            })(),
+            b"R" => (|| {
+                let id = int_field(&f, 1, lineno, diag, &mut padded, "file id")?;
+                let retire_id = match f
+                    .fields
+                    .get(2)
+                    .filter(|_| f.count > 2)
+                    .map(|s| parse_int(s))
+                {
+                    Some(Some((value, canonical))) => {
+                        padded |= !canonical;
+                        value
+                    }
+                    _ => {
+                        diag.report(Rule::Q13, lineno, || {
+                            "missing or invalid retire id read as 0".to_owned()
+                        });
+                        0
+                    }
+                };
+                let kind = if f.count > 3 {
+                    let field = strip_trailing_comment(trim(f.fields[3]), lineno, diag);
+                    if field.is_empty() {
+                        RetireType::Empty
+                    } else {
+                        match parse_int(field) {
+                            Some((value, canonical)) => {
+                                padded |= !canonical || field.len() != f.fields[3].len();
+                                RetireType::Value(value)
+                            }
+                            None => RetireType::Invalid,
+                        }
+                    }
+                } else {
+                    RetireType::Empty
+                };
+                Some(Command::Retire {
+                    id,
+                    retire_id,
+                    kind,
+                })
+            })(),
+            b"W" => (|| {
+                let consumer = int_field(&f, 1, lineno, diag, &mut padded, "consumer id")?;
+                let producer = int_field(&f, 2, lineno, diag, &mut padded, "producer id")?;
+                let kind = int_field(&f, 3, lineno, diag, &mut padded, "dependency type")?;
+                let Ok(kind) = u32::try_from(kind) else {
+                    diag.report(Rule::Q12, lineno, || {
+                        format!("dependency type {kind} is not a non-negative number; dropped")
+                    });
+                    return None;
+                };
+                Some(Command::Dep {
+                    consumer,
+                    producer,
+                    kind,
+                })
+            })(),
+            _ => unreachable!("command names are matched above"),
+        };
+        let Some(command) = command else {
+            return Line::Invalid;
+        };
+        let used = match command {
+            Command::Start(_) | Command::Cycle(_) => 2,
+            _ => 4,
+        };
+        if padded || (f.tabbed && has_extra_fields(line, used)) {
+            diag.report(Rule::Q1, lineno, || {
+                "padded number, white space or trailing empty field".to_owned()
+            });
+        }
+        Line::Command(command)
+    }
+
+    fn label<'a>(&'a mut self, f: &Fields<'a>, lineno: u64, diag: &mut Diagnostics) -> Line<'a> {
+        let mut padded = false;
+        let Some(id) = int_field(f, 1, lineno, diag, &mut padded, "file id") else {
+            return Line::Invalid;
+        };
+        let Some(kind) = int_field(f, 2, lineno, diag, &mut padded, "label type") else {
+            return Line::Invalid;
+        };
+        let kind = match u8::try_from(kind) {
+            Ok(kind @ 0..=2) => kind,
+            _ => {
+                diag.report(Rule::Q12, lineno, || {
+                    format!("label type {kind} is not 0, 1 or 2; dropped")
+                });
+                return Line::Invalid;
+            }
+        };
+        let mut text = f.rest;
+        if f.tabbed && memchr(b'\t', text).is_some() {
+            // Q9: Konata keeps field 3 only; we keep every non-blank field, one space apart.
+            self.scratch.clear();
+            let parts = text.split(|&b| b == b'\t');
+            let mut joined = 0;
+            for part in parts.filter(|p| !trim(p).is_empty()) {
+                if joined > 0 {
+                    self.scratch.push(b' ');
+                }
+                self.scratch.extend_from_slice(part);
+                joined += 1;
+            }
+            if joined > 1 {
+                diag.report(Rule::Q9, lineno, || {
+                    "TAB inside label text joined with a space".to_owned()
+                });
+            } else {
+                padded = true;
+            }
+            text = &self.scratch;
+        }
+        if padded {
+            diag.report(Rule::Q1, lineno, || {
+                "padded number or trailing empty field".to_owned()
+            });
+        }
+        if text.is_empty() {
+            diag.report(Rule::Q1, lineno, || "empty label dropped".to_owned());
+            return Line::Invalid;
+        }
+        Line::Command(Command::Label { id, kind, text })
+    }
+}
+
+/// A line that is not a command: blank, a comment, or other text.
+fn classify_other(line: &[u8]) -> Line<'_> {
+    let trimmed = trim(line);
+    if trimmed.is_empty() {
+        Line::Blank
+    } else if trimmed.starts_with(b"#") || trimmed.starts_with(b"//") {
+        Line::Comment
+    } else {
+        Line::Other
+    }
+}
+
+/// Splits the fixed fields: on TABs if the line has any, else on runs of white space (Q19).
+#[inline]
+fn split(line: &[u8]) -> Fields<'_> {
+    let mut fields: [&[u8]; 4] = [&[]; 4];
+    let mut count = 0;
+    let mut rest: &[u8] = &[];
+    if memchr(b'\t', line).is_some() {
+        let mut at = 0;
+        while count < 4 {
+            match memchr(b'\t', &line[at..]) {
+                Some(n) => {
+                    fields[count] = &line[at..at + n];
+                    count += 1;
+                    at += n + 1;
+                }
+                None => {
+                    fields[count] = &line[at..];
+                    count += 1;
+                    at = line.len();
+                    break;
+                }
+            }
+        }
+        if count == 4 {
+            // The label field runs to the end of the line (further TABs are Q9's business).
+            let start = fields[3].as_ptr() as usize - line.as_ptr() as usize;
+            rest = &line[start..];
+            // Field 3 proper ends at the next TAB.
+            if let Some(n) = memchr(b'\t', rest) {
+                fields[3] = &rest[..n];
+            }
+        } else if at < line.len() {
+            rest = &line[at..];
+        }
+        Fields {
+            fields,
+            count,
+            rest,
+            tabbed: true,
+        }
+    } else {
+        let mut at = 0;
+        while count < 3 {
+            while at < line.len() && is_space(line[at]) {
+                at += 1;
+            }
+            if at == line.len() {
+                break;
+            }
+            let start = at;
+            while at < line.len() && !is_space(line[at]) {
+                at += 1;
+            }
+            fields[count] = &line[start..at];
+            count += 1;
+        }
+        if count == 3 && at < line.len() {
+            // Q19: the label is the rest of the line after the one separator that follows the
+            // type; for other commands the fourth field is the next word.
+            rest = &line[at + 1..];
+            let trimmed = trim(rest);
+            if !trimmed.is_empty() {
+                fields[3] = trimmed;
+                count = 4;
+            }
+        }
+        Fields {
+            fields,
+            count,
+            rest,
+            tabbed: false,
+        }
+    }
+}
+
+/// Whether the line has fields after the `used` ones (blank or not).
+fn has_extra_fields(line: &[u8], used: usize) -> bool {
+    line.iter().filter(|&&b| b == b'\t').count() >= used
+}
+
+fn int_field(
+    f: &Fields<'_>,
+    index: usize,
+    lineno: u64,
+    diag: &mut Diagnostics,
+    padded: &mut bool,
+    what: &'static str,
+) -> Option<i64> {
+    let field = if index < f.count {
+        f.fields[index]
+    } else {
+        &[]
+    };
+    let field = if index == 3 {
+        strip_trailing_comment(field, lineno, diag)
+    } else {
+        field
+    };
+    match parse_int(field) {
+        Some((value, canonical)) => {
+            *padded |= !canonical;
+            Some(value)
+        }
+        None => {
+            let shown = String::from_utf8_lossy(field).into_owned();
+            diag.report(Rule::Q1, lineno, || {
+                if shown.trim().is_empty() {
+                    format!("missing {what}; command dropped")
+                } else {
+                    format!("{what} {shown:?} is not a number; command dropped")
+                }
+            });
+            None
+        }
+    }
+}
+
+/// Q20: a lane must be a non-negative decimal; `00` or `+1` is written plain.
+fn lane_field(f: &Fields<'_>, lineno: u64, diag: &mut Diagnostics) -> Option<u32> {
+    let field = if f.count > 2 { f.fields[2] } else { &[] };
+    match parse_int(field).and_then(|(v, canonical)| Some((u32::try_from(v).ok()?, canonical))) {
+        Some((lane, true)) => Some(lane),
+        Some((lane, false)) => {
+            let shown = String::from_utf8_lossy(field).into_owned();
+            diag.report(Rule::Q20, lineno, || {
+                format!("lane {shown:?} written as {lane}")
+            });
+            Some(lane)
+        }
+        None => {
+            let shown = String::from_utf8_lossy(field).into_owned();
+            diag.report(Rule::Q20, lineno, || {
+                format!("lane {shown:?} is not a non-negative number; command dropped")
+            });
+            None
+        }
+    }
+}
+
+/// Q3: ` // comment` after the fields of a non-label line.
+fn strip_trailing_comment<'a>(field: &'a [u8], lineno: u64, diag: &mut Diagnostics) -> &'a [u8] {
+    match memchr::memmem::find(field, b"//") {
+        Some(at) if at == 0 || is_space(field[at - 1]) => {
+            diag.report(Rule::Q3, lineno, || {
+                "trailing `//` comment dropped".to_owned()
+            });
+            trim(&field[..at])
+        }
+        _ => field,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(line: &str) -> (String, Vec<&'static str>) {
+        let mut diag = Diagnostics::new(10, false);
+        let mut parser = LineParser::new();
+        let parsed = format!("{:?}", parser.parse(line.as_bytes(), 1, &mut diag));
+        let rules = diag.rules().keys().map(|r| r.id()).collect();
+        (parsed, rules)
+    }
+
+    #[test]
+    fn canonical_lines_parse_without_reports() {
+        for line in [
+            "C=\t-1",
+            "C\t3",
+            "I\t0\t12\t1",
+            "L\t0\t0\t  text kept as written ",
+            "S\t0\t1\tstl",
+            "E\t0\t0\tIssue Q",
+            "R\t0\t5\t1",
+            "W\t2\t1\t0",
+        ] {
+            let (parsed, rules) = parse(line);
+            assert!(parsed.starts_with("Command("), "{line}: {parsed}");
+            assert!(rules.is_empty(), "{line}: {rules:?}");
+        }
+    }
+
+    #[test]
+    fn q1_padded_numbers_and_trailing_blank_fields_are_trimmed_and_reported() {
+        let (parsed, rules) = parse("I\t              0\t              0\t  0");
+        assert_eq!(parsed, "Command(Insn { id: 0, sim_id: 0, thread: 0 })");
+        assert_eq!(rules, ["Q1"]);
+        let (parsed, rules) = parse("S\t0\t0\tF\t");
+        assert!(parsed.contains("name: [70]"), "{parsed}");
+        assert_eq!(rules, ["Q1"]);
+        let (parsed, rules) = parse("L\t0\t0\t12000d918 iBC(r17)\t    ");
+        assert!(parsed.contains("Label"), "{parsed}");
+        assert_eq!(rules, ["Q1"]);
+    }
+
+    #[test]
+    fn q1_empty_label_is_dropped() {
+        assert_eq!(parse("L\t0\t0\t"), ("Invalid".to_owned(), vec!["Q1"]));
+    }
+
+    #[test]
+    fn q3_comments_and_trailing_comments() {
+        assert_eq!(parse("# note").0, "Comment");
+        assert_eq!(parse("  // note").0, "Comment");
+        assert_eq!(parse("").0, "Blank");
+        assert_eq!(parse("Hello").0, "Other");
+        let (parsed, rules) = parse("S\t0\t0\tF // fetch");
+        assert!(parsed.contains("name: [70]"), "{parsed}");
+        assert_eq!(rules, ["Q3"]);
+    }
+
+    #[test]
+    fn q4b_bare_cycle_is_one() {
+        assert_eq!(parse("C"), ("Command(Cycle(1))".to_owned(), vec!["Q4b"]));
+    }
+
+    #[test]
+    fn q9_tabs_inside_label_are_joined_with_a_space() {
+        let mut diag = Diagnostics::new(10, false);
+        let mut parser = LineParser::new();
+        let line = parser.parse(b"L\t0\t1\tr1=5\tr2=6\t\t", 1, &mut diag);
+        assert_eq!(
+            line,
+            Line::Command(Command::Label {
+                id: 0,
+                kind: 1,
+                text: b"r1=5 r2=6"
+            })
+        );
+        assert!(diag.rules().contains_key(&Rule::Q9));
+    }
+
+    #[test]
+    fn q19_space_separated_fields() {
+        let mut diag = Diagnostics::new(10, false);
+        let mut parser = LineParser::new();
+        let line = parser.parse(b"L 3 0 0x1000: add  x1, x2", 1, &mut diag);
+        assert_eq!(
+            line,
+            Line::Command(Command::Label {
+                id: 3,
+                kind: 0,
+                text: b"0x1000: add  x1, x2"
+            })
+        );
+        assert!(diag.rules().contains_key(&Rule::Q19));
+        let line = parser.parse(b"S 3 0 F", 1, &mut diag);
+        assert!(matches!(
+            line,
+            Line::Command(Command::Stage { name: b"F", .. })
+        ));
+    }
+
+    #[test]
+    fn q20_lanes_written_oddly() {
+        let (parsed, rules) = parse("S\t0\t00\tF");
+        assert!(parsed.contains("lane: 0"), "{parsed}");
+        assert_eq!(rules, ["Q20"]);
+        let (parsed, rules) = parse("S\t0\t-1\tF");
+        assert_eq!(parsed, "Invalid");
+        assert_eq!(rules, ["Q20"]);
+    }
+
+    #[test]
+    fn q2_header_variants() {
+        assert_eq!(
+            parse("Kanata\t0004").0,
+            "Header { version: [48, 48, 48, 52] }"
+        );
+        assert_eq!(
+            parse("Kanata 0004").0,
+            "Header { version: [48, 48, 48, 52] }"
+        );
+        assert_eq!(
+            parse("Kanata\t0004    ").0,
+            "Header { version: [48, 48, 48, 52] }"
+        );
+    }
+
+    #[test]
+    fn numbers_parse_plain_signed_and_reject_garbage() {
+        assert_eq!(parse_int(b"42"), Some((42, true)));
+        assert_eq!(parse_int(b"007"), Some((7, false)));
+        assert_eq!(parse_int(b" +3 "), Some((3, false)));
+        assert_eq!(parse_int(b"-12"), Some((-12, true)));
+        assert_eq!(parse_int(b"9223372036854775808"), None);
+        assert_eq!(parse_int(b"0x10"), None);
+        assert_eq!(parse_int(b""), None);
+    }
+}

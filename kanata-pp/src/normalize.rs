@@ -1,0 +1,727 @@
+//! The Kanata normalizer: the state machine that turns the commands of a (possibly sloppy)
+//! Kanata log into calls on `kanata_writer`, applying the rules of the quirk catalogue that
+//! need more than one line: the header and start cycle (Q2, Q5), `C 0` (Q4), stages closed
+//! twice or never opened (Q7), labels broken over lines (Q8), commands after `R` (Q10), ids
+//! used again (Q11), commands for unknown ids (Q12), the meaning of `R` types (Q13), and the
+//! optional clean-ups (Q14–Q16).
+//!
+//! The writer does the rest: it makes implied `E`s explicit (Q6), merges cycle steps (Q4),
+//! writes numbers and lanes plain (Q1, Q20), and places labels that come after their `R`
+//! within the late window right before it (Q10).
+
+use std::borrow::Cow;
+use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::io::Write;
+
+use kanata_writer::{DepKind, ErrorKind as WriterErrorKind, LabelKind, Lane, Stage, Summary};
+use kanata_writer::{Writer, WriterBuilder};
+
+use crate::diag::{Diagnostics, Rule};
+use crate::error::Error;
+use crate::ids::{out_id, IdHasher, IdMap, Ids, Resolved};
+use crate::kanata_parse::{Command, Line, LineParser, RetireType};
+
+/// What to do with instructions that are still open at the end of the log (Q15).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CloseOpen {
+    /// Flush them at the last cycle.
+    Flush,
+    /// Retire them at the last cycle.
+    Retire,
+}
+
+/// The repairs that are off by default, and the knobs of the default ones.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Repairs {
+    /// Q10: how many cycles after its `R` a label is still moved before it (default 64).
+    pub late_window: u64,
+    /// Q14: renumber retire ids serially over retired instructions.
+    pub renumber_retire: bool,
+    /// Q15: close instructions still open at the end.
+    pub close_open: Option<CloseOpen>,
+    /// Q16: drop a label identical to the previous one of the same instruction and type, and
+    /// merge back-to-back segments of the same stage.
+    pub dedupe: bool,
+    /// Q18: keep only lines that start with this prefix, without it.
+    pub strip_prefix: Option<Vec<u8>>,
+    /// §4.5: leave out the `E` lines that Konata implies.
+    pub compact: bool,
+}
+
+impl Default for Repairs {
+    fn default() -> Repairs {
+        Repairs {
+            late_window: 64,
+            renumber_retire: false,
+            close_open: None,
+            dedupe: false,
+            strip_prefix: None,
+            compact: false,
+        }
+    }
+}
+
+/// Where in the file the normalizer is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    /// Before the header (or the legacy first `C=`).
+    BeforeHeader,
+    /// After the header, before the first command.
+    BeforeCommands,
+    /// Writing.
+    Body,
+}
+
+/// What the normalizer keeps per live instruction.
+#[derive(Clone, Copy, Debug, Default)]
+struct LiveInsn {
+    /// Q16: a hash of the last label of each type (0: none yet).
+    last_label: [u64; 3],
+}
+
+/// A label not yet written, because the next line may continue it (Q8).
+#[derive(Default)]
+struct PendingLabel {
+    active: bool,
+    id: i64,
+    kind: u8,
+    text: Vec<u8>,
+    line: u64,
+}
+
+/// Turns the lines of a Kanata log into a canonical trace written through `kanata_writer`.
+pub(crate) struct KanataNormalizer<W: Write + Send + 'static> {
+    builder: WriterBuilder,
+    /// The output until the writer is made (at the first command, when the start cycle is
+    /// known).
+    output: Option<W>,
+    writer: Option<Writer<W>>,
+    repairs: Repairs,
+    parser: LineParser,
+    ids: Ids<LiveInsn>,
+    stages: IdMap<Box<[u8]>, Stage>,
+    pending: PendingLabel,
+    phase: Phase,
+    /// Q13: whether `R` types are written as `'0'`/`'1'` (48/49), decided at the first typed
+    /// `R`.
+    retire_48: Option<bool>,
+    /// Q14/Q15: the next retire id handed out by kanata-pp.
+    next_retire_id: i64,
+    /// The largest retire id seen, so that Q15 retirements continue after it.
+    max_retire_id: i64,
+}
+
+impl<W: Write + Send + 'static> KanataNormalizer<W> {
+    pub(crate) fn new(builder: WriterBuilder, output: W, repairs: Repairs) -> Self {
+        let mut builder = builder;
+        builder
+            .late_labels(repairs.late_window)
+            .compact(repairs.compact);
+        KanataNormalizer {
+            builder,
+            output: Some(output),
+            writer: None,
+            repairs,
+            parser: LineParser::new(),
+            ids: Ids::new(),
+            stages: IdMap::default(),
+            pending: PendingLabel::default(),
+            phase: Phase::BeforeHeader,
+            retire_48: None,
+            next_retire_id: 0,
+            max_retire_id: -1,
+        }
+    }
+
+    /// Reads one line (without its line end).
+    pub(crate) fn line(
+        &mut self,
+        raw: &[u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let mut line = raw;
+        if let Some(prefix) = &self.repairs.strip_prefix {
+            match line.strip_prefix(prefix.as_slice()) {
+                Some(rest) => {
+                    line = rest;
+                    while let [b' ', rest @ ..] = line {
+                        line = rest;
+                    }
+                }
+                None => {
+                    diag.report(Rule::Q18, lineno, || {
+                        "line without the prefix skipped".to_owned()
+                    });
+                    return Ok(());
+                }
+            }
+        }
+        if self.phase == Phase::BeforeHeader {
+            return self.first_lines(line, lineno, diag);
+        }
+        // Borrow the parser apart from the rest of `self` so the parsed line can point into
+        // its buffer while the other fields change.
+        let mut parser = std::mem::replace(&mut self.parser, LineParser::new());
+        let parsed = parser.parse(line, lineno, diag);
+        let result = self.parsed(parsed, line, lineno, diag);
+        self.parser = parser;
+        result
+    }
+
+    fn parsed(
+        &mut self,
+        parsed: Line<'_>,
+        line: &[u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if self.pending.active {
+            if parsed == Line::Other {
+                // Q8: the rest of the label, after a raw line break.
+                self.pending.text.push(b'\n');
+                self.pending.text.extend_from_slice(line);
+                diag.report(Rule::Q8, lineno, || {
+                    format!("continues the label of line {}", self.pending.line)
+                });
+                return Ok(());
+            }
+            self.flush_label(diag)?;
+        }
+        match parsed {
+            Line::Command(command) => self.command(command, lineno, diag),
+            Line::Blank => {
+                diag.report(Rule::Q3, lineno, || "blank line dropped".to_owned());
+                Ok(())
+            }
+            Line::Comment => {
+                diag.report(Rule::Q3, lineno, || "comment dropped".to_owned());
+                Ok(())
+            }
+            Line::Other => {
+                if memchr::memchr(0, line).is_some() {
+                    return Err(Error::at_line(
+                        lineno,
+                        "binary data: this is not a Kanata log",
+                    ));
+                }
+                diag.report(Rule::Q3, lineno, || {
+                    format!("unknown command {:?} dropped", shorten(line))
+                });
+                Ok(())
+            }
+            Line::Header { .. } => {
+                diag.report(Rule::Q2, lineno, || "second header dropped".to_owned());
+                Ok(())
+            }
+            Line::Invalid => Ok(()),
+        }
+    }
+
+    /// Q2: blank and comment lines, a BOM, then the header or (legacy) a `C=`.
+    fn first_lines(
+        &mut self,
+        line: &[u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let mut line = line;
+        if let Some(rest) = line.strip_prefix(b"\xef\xbb\xbf") {
+            diag.report(Rule::Q2, lineno, || "byte order mark dropped".to_owned());
+            line = rest;
+        }
+        let mut parser = LineParser::new();
+        match parser.parse(line, lineno, diag) {
+            Line::Blank | Line::Comment => {
+                diag.report(Rule::Q2, lineno, || {
+                    "blank or comment line before the header dropped".to_owned()
+                });
+                Ok(())
+            }
+            Line::Header { version } => {
+                if line != b"Kanata\t0004" {
+                    diag.report(Rule::Q2, lineno, || {
+                        format!("header {:?} written as `Kanata<TAB>0004`", shorten(line))
+                    });
+                }
+                let text = String::from_utf8_lossy(version);
+                if u32::from_str_radix(text.trim(), 16) != Ok(4) {
+                    diag.report(Rule::Q2, lineno, || {
+                        format!("version {text:?} read as version 4")
+                    });
+                }
+                self.phase = Phase::BeforeCommands;
+                Ok(())
+            }
+            Line::Command(Command::Start(cycle)) => {
+                diag.report(Rule::Q2, lineno, || {
+                    "legacy log without header: header added".to_owned()
+                });
+                self.phase = Phase::BeforeCommands;
+                self.command(Command::Start(cycle), lineno, diag)
+            }
+            _ => Err(Error::at_line(
+                lineno,
+                format!(
+                    "not a Kanata log: expected the header `Kanata<TAB>0004`, found {:?}",
+                    shorten(line)
+                ),
+            )),
+        }
+    }
+
+    fn writer(&mut self) -> &mut Writer<W> {
+        self.writer
+            .as_mut()
+            .expect("the writer is made before the first command")
+    }
+
+    /// Makes the writer, starting at `start`.
+    fn start(&mut self, start: i64) -> Result<(), Error> {
+        let output = self.output.take().expect("the writer is made once");
+        self.writer = Some(
+            self.builder
+                .clone()
+                .start_cycle(start)
+                .from_writer(output)?,
+        );
+        self.phase = Phase::Body;
+        Ok(())
+    }
+
+    fn command(
+        &mut self,
+        command: Command<'_>,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if self.phase != Phase::Body {
+            if let Command::Start(cycle) = command {
+                return self.start(cycle);
+            }
+            diag.report(Rule::Q5, lineno, || {
+                "no `C=` before the first command: starting at cycle 0".to_owned()
+            });
+            self.start(0)?;
+        }
+        match command {
+            Command::Start(cycle) => {
+                // Q5: a later `C=` is a step to that absolute cycle.
+                let now = self.writer().cycle();
+                if cycle < now {
+                    return Err(Error::at_line(
+                        lineno,
+                        format!("`C=` {cycle} goes back in time (the log is at cycle {now})"),
+                    ));
+                }
+                diag.report(Rule::Q5, lineno, || {
+                    format!(
+                        "`C=` {cycle} after the start written as a step of {}",
+                        cycle - now
+                    )
+                });
+                self.advance(cycle.abs_diff(now), lineno)
+            }
+            Command::Cycle(0) => {
+                diag.report(Rule::Q4, lineno, || "`C 0` dropped".to_owned());
+                Ok(())
+            }
+            Command::Cycle(n) if n < 0 => Err(Error::at_line(
+                lineno,
+                format!("`C {n}` would move time backwards"),
+            )),
+            Command::Cycle(n) => self.advance(n as u64, lineno),
+            Command::Insn { id, sim_id, thread } => self.insn(id, sim_id, thread, lineno, diag),
+            Command::Label { id, kind, text } => {
+                self.pending.active = true;
+                self.pending.id = id;
+                self.pending.kind = kind;
+                self.pending.line = lineno;
+                self.pending.text.clear();
+                self.pending.text.extend_from_slice(text);
+                Ok(())
+            }
+            Command::Stage {
+                end,
+                id,
+                lane,
+                name,
+            } => self.stage(end, id, lane, name, lineno, diag),
+            Command::Retire {
+                id,
+                retire_id,
+                kind,
+            } => self.retire(id, retire_id, kind, lineno, diag),
+            Command::Dep {
+                consumer,
+                producer,
+                kind,
+            } => self.dep(consumer, producer, kind, lineno, diag),
+        }
+    }
+
+    fn advance(&mut self, cycles: u64, lineno: u64) -> Result<(), Error> {
+        self.writer()
+            .advance(cycles)
+            .map_err(|err| Error::at_line(lineno, err.to_string()))
+    }
+
+    fn insn(
+        &mut self,
+        id: i64,
+        sim_id: i64,
+        thread: i64,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        match self.ids.resolve(id) {
+            Resolved::Live(old) => {
+                // Q11: the old instruction ends (flushed) where the new one with its id begins.
+                diag.report(Rule::Q11, lineno, || {
+                    format!("`I` for live id {id}: the old instruction is flushed first")
+                });
+                self.ids.end(id);
+                self.writer().flush_as(old, 0)?;
+            }
+            Resolved::Finished(_) => diag.report(Rule::Q11, lineno, || {
+                format!("id {id} used again: a new instruction")
+            }),
+            Resolved::Unknown => {}
+        }
+        let insn = self.writer().begin_signed(sim_id, thread)?;
+        self.ids.begin(id, insn, LiveInsn::default());
+        Ok(())
+    }
+
+    /// Writes the label held for a possible continuation.
+    fn flush_label(&mut self, diag: &mut Diagnostics) -> Result<(), Error> {
+        self.pending.active = false;
+        let PendingLabel { id, kind, line, .. } = self.pending;
+        let label_kind = match kind {
+            0 => LabelKind::Name,
+            1 => LabelKind::Detail,
+            _ => LabelKind::StageNote,
+        };
+        let late = match self.ids.resolve(id) {
+            Resolved::Live(_) => false,
+            Resolved::Finished(_) => true,
+            Resolved::Unknown => {
+                diag.report(Rule::Q12, line, || {
+                    format!("label for undeclared id {id} dropped")
+                });
+                return Ok(());
+            }
+        };
+        let insn = match self.ids.resolve(id) {
+            Resolved::Live(insn) | Resolved::Finished(insn) => insn,
+            Resolved::Unknown => unreachable!("handled above"),
+        };
+        if self.repairs.dedupe && !late {
+            let hash = text_hash(&self.pending.text);
+            if let Some((_, live)) = self.ids.live(id) {
+                let last = &mut live.last_label[usize::from(kind)];
+                if *last == hash {
+                    diag.report(Rule::Q16, line, || "repeated label dropped".to_owned());
+                    return Ok(());
+                }
+                *last = hash;
+            }
+        }
+        let text = String::from_utf8_lossy(&self.pending.text);
+        let text: Cow<'_, str> = text;
+        let writer = self
+            .writer
+            .as_mut()
+            .expect("labels come after the first command");
+        match writer.label(insn, label_kind, &text) {
+            Ok(()) if late => {
+                diag.report(Rule::Q10, line, || {
+                    format!("label for id {id} after its `R` moved before it")
+                });
+                Ok(())
+            }
+            Ok(()) => Ok(()),
+            Err(err) => match err.kind() {
+                WriterErrorKind::NotLive { .. } => {
+                    let window = self.repairs.late_window;
+                    diag.report(Rule::Q10, line, || {
+                        format!("label for id {id} more than {window} cycles after its `R` dropped")
+                    });
+                    Ok(())
+                }
+                WriterErrorKind::NoteBeforeStage { .. } => {
+                    diag.report(Rule::Q12, line, || {
+                        format!("stage note for id {id} before any stage dropped")
+                    });
+                    Ok(())
+                }
+                _ => Err(Error::from(err).with_line(line)),
+            },
+        }
+    }
+
+    /// The live instruction `id` names, or a report of why there is none (Q10, Q12).
+    fn live_insn(
+        &mut self,
+        id: i64,
+        what: &str,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Option<kanata_writer::InsnId> {
+        match self.ids.resolve(id) {
+            Resolved::Live(insn) => Some(insn),
+            Resolved::Finished(_) => {
+                diag.report(Rule::Q10, lineno, || {
+                    format!("{what} for id {id} after its `R` dropped")
+                });
+                None
+            }
+            Resolved::Unknown => {
+                diag.report(Rule::Q12, lineno, || {
+                    format!("{what} for undeclared id {id} dropped")
+                });
+                None
+            }
+        }
+    }
+
+    fn stage_handle(&mut self, name: &[u8], lineno: u64, diag: &mut Diagnostics) -> Option<Stage> {
+        if let Some(&stage) = self.stages.get(name) {
+            return Some(stage);
+        }
+        let text = String::from_utf8_lossy(name);
+        let writer = self
+            .writer
+            .as_mut()
+            .expect("stages come after the first command");
+        match writer.stage(&text) {
+            Ok(stage) => {
+                self.stages.insert(name.into(), stage);
+                Some(stage)
+            }
+            Err(err) => {
+                diag.report(Rule::Q1, lineno, || format!("{err}; command dropped"));
+                None
+            }
+        }
+    }
+
+    fn stage(
+        &mut self,
+        end: bool,
+        id: i64,
+        lane: u32,
+        name: &[u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let what = if end { "`E`" } else { "`S`" };
+        let Some(insn) = self.live_insn(id, what, lineno, diag) else {
+            return Ok(());
+        };
+        let Some(stage) = self.stage_handle(name, lineno, diag) else {
+            return Ok(());
+        };
+        let lane = Lane::new(lane);
+        let dedupe = self.repairs.dedupe;
+        let writer = self.writer();
+        let open = writer.open_stage(insn, lane);
+        if end {
+            if open == Some(stage) {
+                writer.leave(insn, lane)?;
+            } else {
+                diag.report(Rule::Q7, lineno, || {
+                    format!(
+                        "`E` for stage {:?} of id {id}, which is not open in lane {}, dropped",
+                        shorten(name),
+                        lane.get()
+                    )
+                });
+            }
+        } else if dedupe && open == Some(stage) {
+            diag.report(Rule::Q16, lineno, || {
+                format!(
+                    "stage {:?} of id {id} entered again while open: merged",
+                    shorten(name)
+                )
+            });
+        } else {
+            writer.enter(insn, lane, stage)?;
+        }
+        Ok(())
+    }
+
+    fn retire(
+        &mut self,
+        id: i64,
+        retire_id: i64,
+        kind: RetireType,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let flushed = self.retire_type(kind, lineno, diag);
+        let what = "`R`";
+        let Some(insn) = self.live_insn(id, what, lineno, diag) else {
+            return Ok(());
+        };
+        self.ids.end(id);
+        self.max_retire_id = self.max_retire_id.max(retire_id);
+        let writer = self
+            .writer
+            .as_mut()
+            .expect("retirements come after the first command");
+        if self.repairs.renumber_retire {
+            if flushed {
+                writer.flush(insn)?;
+            } else {
+                let new_id = self.next_retire_id;
+                self.next_retire_id += 1;
+                writer.retire_as(insn, new_id)?;
+                if new_id != retire_id {
+                    diag.report(Rule::Q14, lineno, || {
+                        format!("retire id {retire_id} renumbered {new_id}")
+                    });
+                }
+            }
+        } else if flushed {
+            writer.flush_as(insn, retire_id)?;
+        } else {
+            writer.retire_as(insn, retire_id)?;
+        }
+        Ok(())
+    }
+
+    /// Q13: whether an `R` of this type is a flush.
+    fn retire_type(&mut self, kind: RetireType, lineno: u64, diag: &mut Diagnostics) -> bool {
+        match kind {
+            RetireType::Empty => {
+                diag.report(Rule::Q13, lineno, || {
+                    "`R` without a type read as retired (0)".to_owned()
+                });
+                false
+            }
+            RetireType::Invalid => {
+                diag.report(Rule::Q13, lineno, || {
+                    "`R` type that is not a number read as retired (0)".to_owned()
+                });
+                false
+            }
+            RetireType::Value(value) => {
+                let ascii = *self.retire_48.get_or_insert(value == 48 || value == 49);
+                match (value, ascii) {
+                    (0, _) => false,
+                    (1, _) => true,
+                    (48 | 49, true) => {
+                        diag.report(Rule::Q13, lineno, || {
+                            format!("`R` type {value} read as '{}'", value - 48)
+                        });
+                        value == 49
+                    }
+                    _ => {
+                        diag.report(Rule::Q13, lineno, || {
+                            format!("`R` type {value} read as retired (0)")
+                        });
+                        false
+                    }
+                }
+            }
+        }
+    }
+
+    fn dep(
+        &mut self,
+        consumer: i64,
+        producer: i64,
+        kind: u32,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let Some(consumer_insn) = self.live_insn(consumer, "`W`", lineno, diag) else {
+            return Ok(());
+        };
+        let producer_insn = match self.ids.resolve(producer) {
+            Resolved::Live(insn) | Resolved::Finished(insn) => insn,
+            Resolved::Unknown => {
+                diag.report(Rule::Q12, lineno, || {
+                    format!(
+                        "`W` whose producer {producer} never appeared (or too long ago) dropped"
+                    )
+                });
+                return Ok(());
+            }
+        };
+        if out_id(producer_insn) >= out_id(consumer_insn) {
+            diag.report(Rule::Q12, lineno, || {
+                format!("`W` whose producer {producer} is not older than its consumer {consumer} dropped")
+            });
+            return Ok(());
+        }
+        self.writer()
+            .depend(consumer_insn, producer_insn, DepKind::new(kind))?;
+        Ok(())
+    }
+
+    /// Ends the trace; returns what it holds.
+    pub(crate) fn finish(mut self, diag: &mut Diagnostics) -> Result<Summary, Error> {
+        if self.phase == Phase::BeforeHeader {
+            return Err(Error::new(
+                crate::error::ErrorKind::Input,
+                "empty input: not a Kanata log",
+            ));
+        }
+        if self.pending.active {
+            self.flush_label(diag)?;
+        }
+        if self.writer.is_none() {
+            self.start(0)?;
+        }
+        if let Some(policy) = self.repairs.close_open {
+            let mut next_retire_id = if self.repairs.renumber_retire {
+                self.next_retire_id
+            } else {
+                self.max_retire_id + 1
+            };
+            for (id, insn) in self.ids.live_in_order() {
+                let writer = self.writer.as_mut().expect("made above");
+                match policy {
+                    CloseOpen::Flush => writer.flush(insn)?,
+                    CloseOpen::Retire => {
+                        writer.retire_as(insn, next_retire_id)?;
+                        next_retire_id += 1;
+                    }
+                }
+                diag.report(Rule::Q15, 0, || {
+                    format!(
+                        "id {id}, still open, {}",
+                        match policy {
+                            CloseOpen::Flush => "flushed",
+                            CloseOpen::Retire => "retired",
+                        }
+                    )
+                });
+            }
+        }
+        let writer = self.writer.take().expect("made above");
+        Ok(writer.finish()?.summary)
+    }
+}
+
+/// A 64-bit hash of label text, for Q16.
+fn text_hash(text: &[u8]) -> u64 {
+    let mut hasher = BuildHasherDefault::<IdHasher>::default().build_hasher();
+    text.hash(&mut hasher);
+    // 0 means "no label yet".
+    hasher.finish() | 1
+}
+
+use std::hash::BuildHasher;
+
+/// The start of a line, for messages.
+pub(crate) fn shorten(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    match text.char_indices().nth(60) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.into_owned(),
+    }
+}
