@@ -44,10 +44,6 @@ impl Window {
         self.cycles = Some(range);
         self
     }
-
-    fn first_cycle(&self) -> u64 {
-        self.cycles.as_ref().map_or(0, |r| r.start)
-    }
 }
 
 /// Where a run is with respect to its window.
@@ -81,8 +77,11 @@ impl WindowState {
 
     /// Whether the window would open (or has opened) at `cycle`.
     fn start_reached(&self, cycle: i64) -> bool {
-        self.retired_before >= self.window.skip_retired
-            && u64::try_from(cycle).is_ok_and(|c| c >= self.window.first_cycle())
+        let cycle_reached = match &self.window.cycles {
+            None => true,
+            Some(range) => u64::try_from(cycle).is_ok_and(|c| c >= range.start),
+        };
+        self.retired_before >= self.window.skip_retired && cycle_reached
     }
 
     /// Moves the phase for the current cycle and traced retirements; returns true when the
