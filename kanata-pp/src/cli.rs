@@ -82,6 +82,10 @@ pub struct Cli {
     #[arg(long)]
     pub dedupe: bool,
 
+    /// Q17: stretch zero-length stages (invisible in Konata) to one cycle.
+    #[arg(long)]
+    pub stretch_zero: bool,
+
     /// Q18: keep only the lines that start with PREFIX (and remove it).
     #[arg(long, value_name = "PREFIX")]
     pub strip_prefix: Option<String>,
@@ -162,6 +166,7 @@ impl Cli {
             CloseOpenArg::Retire => CloseOpen::Retire,
         });
         repairs.dedupe = self.dedupe;
+        repairs.stretch_zero = self.stretch_zero;
         repairs.strip_prefix = self.strip_prefix.as_ref().map(|p| p.as_bytes().to_vec());
         repairs.compact = self.compact;
         options.repairs = repairs;

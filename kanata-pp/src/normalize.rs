@@ -43,6 +43,8 @@ pub struct Repairs {
     /// Q16: drop a label identical to the previous one of the same instruction and type, and
     /// merge back-to-back segments of the same stage.
     pub dedupe: bool,
+    /// Q17: stretch zero-length stages to one cycle.
+    pub stretch_zero: bool,
     /// Q18: keep only lines that start with this prefix, without it.
     pub strip_prefix: Option<Vec<u8>>,
     /// §4.5: leave out the `E` lines that Konata implies.
@@ -56,6 +58,7 @@ impl Default for Repairs {
             renumber_retire: false,
             close_open: None,
             dedupe: false,
+            stretch_zero: false,
             strip_prefix: None,
             compact: false,
         }
@@ -74,10 +77,61 @@ enum Phase {
 }
 
 /// What the normalizer keeps per live instruction.
-#[derive(Clone, Copy, Debug, Default)]
+#[derive(Clone, Debug, Default)]
 struct LiveInsn {
     /// Q16: a hash of the last label of each type (0: none yet).
     last_label: [u64; 3],
+    /// Q17: the cycle each lane's open stage started at (only kept with `stretch_zero`).
+    started: Vec<(u32, i64)>,
+}
+
+/// A command held back to the next cycle (Q17), with its text owned.
+#[derive(Debug)]
+enum Delayed {
+    Insn {
+        id: i64,
+        sim_id: i64,
+        thread: i64,
+    },
+    Label {
+        id: i64,
+        kind: u8,
+        text: Vec<u8>,
+    },
+    Stage {
+        end: bool,
+        id: i64,
+        lane: u32,
+        name: Vec<u8>,
+    },
+    Retire {
+        id: i64,
+        retire_id: i64,
+        kind: RetireType,
+    },
+    Dep {
+        consumer: i64,
+        producer: i64,
+        kind: u32,
+    },
+}
+
+/// Q17: the commands of instructions whose zero-length stage is being stretched. Once one
+/// command of an instruction is held back to the next cycle, every later command naming
+/// that id in the same cycle is held back too, so its order is kept.
+#[derive(Default)]
+struct Stretch {
+    /// Input ids held back in the current cycle.
+    held: Vec<i64>,
+    queue: Vec<(Delayed, u64)>,
+}
+
+/// Q16: an explicit `E` kept until the cycle ends, so that an `S` of the same stage in the
+/// same cycle can merge the two segments.
+#[derive(Clone, Copy, Debug)]
+struct DeferredEnd {
+    insn: kanata_writer::InsnId,
+    lane: Lane,
 }
 
 /// A label not yet written, because the next line may continue it (Q8).
@@ -110,6 +164,10 @@ pub(crate) struct KanataNormalizer<W: Write + Send + 'static> {
     next_retire_id: i64,
     /// The largest retire id seen, so that Q15 retirements continue after it.
     max_retire_id: i64,
+    /// Q16: `E`s not yet written (only with `dedupe`).
+    deferred_ends: Vec<DeferredEnd>,
+    /// Q17: commands held back to the next cycle (only with `stretch_zero`).
+    stretch: Stretch,
 }
 
 impl<W: Write + Send + 'static> KanataNormalizer<W> {
@@ -131,6 +189,8 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             retire_48: None,
             next_retire_id: 0,
             max_retire_id: -1,
+            deferred_ends: Vec::new(),
+            stretch: Stretch::default(),
         }
     }
 
@@ -305,6 +365,14 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             });
             self.start(0)?;
         }
+        if !self.stretch.held.is_empty() {
+            if let Some(id) = command_id(&command) {
+                if self.stretch.held.contains(&id) {
+                    self.stretch.queue.push((Delayed::from(&command), lineno));
+                    return Ok(());
+                }
+            }
+        }
         match command {
             Command::Start(cycle) => {
                 // Q5: a later `C=` is a step to that absolute cycle.
@@ -321,7 +389,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                         cycle - now
                     )
                 });
-                self.advance(cycle.abs_diff(now), lineno)
+                self.advance(cycle.abs_diff(now), lineno, diag)
             }
             Command::Cycle(0) => {
                 diag.report(Rule::Q4, lineno, || "`C 0` dropped".to_owned());
@@ -331,7 +399,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 lineno,
                 format!("`C {n}` would move time backwards"),
             )),
-            Command::Cycle(n) => self.advance(n as u64, lineno),
+            Command::Cycle(n) => self.advance(n as u64, lineno, diag),
             Command::Insn { id, sim_id, thread } => self.insn(id, sim_id, thread, lineno, diag),
             Command::Label { id, kind, text } => {
                 self.pending.active = true;
@@ -361,10 +429,70 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         }
     }
 
-    fn advance(&mut self, cycles: u64, lineno: u64) -> Result<(), Error> {
+    fn advance(&mut self, cycles: u64, lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
+        let mut cycles = cycles;
+        self.end_cycle()?;
+        // Q17: what was held back happens one cycle later.
+        while cycles > 0 && !self.stretch.queue.is_empty() {
+            self.step(1, lineno)?;
+            cycles -= 1;
+            self.replay_held(diag)?;
+            self.end_cycle()?;
+        }
+        self.step(cycles, lineno)
+    }
+
+    fn step(&mut self, cycles: u64, lineno: u64) -> Result<(), Error> {
         self.writer()
             .advance(cycles)
             .map_err(|err| Error::at_line(lineno, err.to_string()))
+    }
+
+    /// Writes the `E`s Q16 kept for the cycle that ends.
+    fn end_cycle(&mut self) -> Result<(), Error> {
+        for end in std::mem::take(&mut self.deferred_ends) {
+            self.writer
+                .as_mut()
+                .expect("stages come after the first command")
+                .leave(end.insn, end.lane)?;
+        }
+        Ok(())
+    }
+
+    /// Q17: runs the commands held back from the previous cycle (they may be held again).
+    fn replay_held(&mut self, diag: &mut Diagnostics) -> Result<(), Error> {
+        self.stretch.held.clear();
+        let queue = std::mem::take(&mut self.stretch.queue);
+        for (delayed, line) in queue {
+            match delayed {
+                Delayed::Label { id, kind, text } => {
+                    self.write_label(id, kind, &text, line, diag)?
+                }
+                other => self.command(other.as_command(), line, diag)?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Holds back `command` of instruction `id` to the next cycle (Q17).
+    fn hold(&mut self, id: i64, command: Delayed, lineno: u64, diag: &mut Diagnostics) {
+        diag.report(Rule::Q17, lineno, || {
+            format!("zero-length stage of id {id} stretched to one cycle")
+        });
+        if !self.stretch.held.contains(&id) {
+            self.stretch.held.push(id);
+        }
+        self.stretch.queue.push((command, lineno));
+    }
+
+    /// Whether `insn` has a stage in `lane` (any lane: `None`) that started this cycle.
+    fn opened_this_cycle(&mut self, id: i64, lane: Option<u32>) -> bool {
+        let now = self.writer.as_ref().map_or(0, |w| w.cycle());
+        self.ids.live(id).is_some_and(|(_, live)| {
+            live.started
+                .iter()
+                .any(|&(l, start)| start == now && lane.is_none_or(|lane| lane == l))
+        })
     }
 
     fn insn(
@@ -382,6 +510,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                     format!("`I` for live id {id}: the old instruction is flushed first")
                 });
                 self.ids.end(id);
+                self.drop_deferred_ends(old);
                 self.writer().flush_as(old, 0)?;
             }
             Resolved::Finished(_) => diag.report(Rule::Q11, lineno, || {
@@ -398,6 +527,32 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     fn flush_label(&mut self, diag: &mut Diagnostics) -> Result<(), Error> {
         self.pending.active = false;
         let PendingLabel { id, kind, line, .. } = self.pending;
+        let text = std::mem::take(&mut self.pending.text);
+        let result = if self.stretch.held.contains(&id) {
+            self.stretch.queue.push((
+                Delayed::Label {
+                    id,
+                    kind,
+                    text: text.clone(),
+                },
+                line,
+            ));
+            Ok(())
+        } else {
+            self.write_label(id, kind, &text, line, diag)
+        };
+        self.pending.text = text;
+        result
+    }
+
+    fn write_label(
+        &mut self,
+        id: i64,
+        kind: u8,
+        text: &[u8],
+        line: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
         let label_kind = match kind {
             0 => LabelKind::Name,
             1 => LabelKind::Detail,
@@ -418,7 +573,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             Resolved::Unknown => unreachable!("handled above"),
         };
         if self.repairs.dedupe && !late {
-            let hash = text_hash(&self.pending.text);
+            let hash = text_hash(text);
             if let Some((_, live)) = self.ids.live(id) {
                 let last = &mut live.last_label[usize::from(kind)];
                 if *last == hash {
@@ -428,8 +583,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 *last = hash;
             }
         }
-        let text = String::from_utf8_lossy(&self.pending.text);
-        let text: Cow<'_, str> = text;
+        let text: Cow<'_, str> = String::from_utf8_lossy(text);
         let writer = self
             .writer
             .as_mut()
@@ -523,13 +677,39 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         let Some(stage) = self.stage_handle(name, lineno, diag) else {
             return Ok(());
         };
+        let lane_number = lane;
         let lane = Lane::new(lane);
         let dedupe = self.repairs.dedupe;
-        let writer = self.writer();
-        let open = writer.open_stage(insn, lane);
+        let deferred = self
+            .deferred_ends
+            .iter()
+            .position(|d| d.insn == insn && d.lane == lane);
+        let open = self.writer().open_stage(insn, lane);
+        let merge = dedupe && open == Some(stage) && !end;
+        if self.repairs.stretch_zero
+            && open.is_some()
+            && !merge
+            && (!end || open == Some(stage))
+            && deferred.is_none()
+            && self.opened_this_cycle(id, Some(lane_number))
+        {
+            let command = Delayed::Stage {
+                end,
+                id,
+                lane: lane_number,
+                name: name.to_vec(),
+            };
+            self.hold(id, command, lineno, diag);
+            return Ok(());
+        }
         if end {
-            if open == Some(stage) {
-                writer.leave(insn, lane)?;
+            if open == Some(stage) && deferred.is_none() {
+                if dedupe {
+                    self.deferred_ends.push(DeferredEnd { insn, lane });
+                } else {
+                    self.writer().leave(insn, lane)?;
+                    self.stage_closed(id, lane_number);
+                }
             } else {
                 diag.report(Rule::Q7, lineno, || {
                     format!(
@@ -539,17 +719,47 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                     )
                 });
             }
-        } else if dedupe && open == Some(stage) {
+        } else if merge {
+            if let Some(at) = deferred {
+                self.deferred_ends.swap_remove(at);
+            }
             diag.report(Rule::Q16, lineno, || {
                 format!(
-                    "stage {:?} of id {id} entered again while open: merged",
+                    "stage {:?} of id {id} entered again without a gap: segments merged",
                     shorten(name)
                 )
             });
         } else {
-            writer.enter(insn, lane, stage)?;
+            if let Some(at) = deferred {
+                // The `S` closes the stage itself, exactly as the kept `E` would have.
+                self.deferred_ends.swap_remove(at);
+            }
+            self.writer().enter(insn, lane, stage)?;
+            if self.repairs.stretch_zero {
+                let now = self.writer().cycle();
+                if let Some((_, live)) = self.ids.live(id) {
+                    live.started.retain(|&(l, _)| l != lane_number);
+                    live.started.push((lane_number, now));
+                }
+            }
         }
         Ok(())
+    }
+
+    /// Q17 bookkeeping: the stage of `lane` closed.
+    fn stage_closed(&mut self, id: i64, lane: u32) {
+        if self.repairs.stretch_zero {
+            if let Some((_, live)) = self.ids.live(id) {
+                live.started.retain(|&(l, _)| l != lane);
+            }
+        }
+    }
+
+    /// Q16: forgets the `E`s kept for `insn`, which its `R` closes anyway.
+    fn drop_deferred_ends(&mut self, insn: kanata_writer::InsnId) {
+        if !self.deferred_ends.is_empty() {
+            self.deferred_ends.retain(|d| d.insn != insn);
+        }
     }
 
     fn retire(
@@ -565,6 +775,18 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         let Some(insn) = self.live_insn(id, what, lineno, diag) else {
             return Ok(());
         };
+        if self.repairs.stretch_zero && self.opened_this_cycle(id, None) {
+            // Already read as retired or flushed: hold the decided type.
+            let kind = RetireType::Value(i64::from(flushed));
+            let command = Delayed::Retire {
+                id,
+                retire_id,
+                kind,
+            };
+            self.hold(id, command, lineno, diag);
+            return Ok(());
+        }
+        self.drop_deferred_ends(insn);
         self.ids.end(id);
         self.max_retire_id = self.max_retire_id.max(retire_id);
         let writer = self
@@ -676,7 +898,18 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         if self.writer.is_none() {
             self.start(0)?;
         }
+        self.end_cycle()?;
+        while !self.stretch.queue.is_empty() {
+            self.step(1, 0)?;
+            self.replay_held(diag)?;
+            self.end_cycle()?;
+        }
         if let Some(policy) = self.repairs.close_open {
+            // Konata draws open instructions up to the last cycle + 1: closing them there
+            // keeps every stage box as it was, and adds only the flush or retire mark.
+            if !self.ids.live_in_order().is_empty() {
+                self.step(1, 0)?;
+            }
             let mut next_retire_id = if self.repairs.renumber_retire {
                 self.next_retire_id
             } else {
@@ -723,5 +956,98 @@ pub(crate) fn shorten(line: &[u8]) -> String {
     match text.char_indices().nth(60) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.into_owned(),
+    }
+}
+
+/// The input id a command is about (its consumer for `W`); `None` for time commands.
+fn command_id(command: &Command<'_>) -> Option<i64> {
+    match *command {
+        Command::Start(_) | Command::Cycle(_) => None,
+        Command::Insn { id, .. }
+        | Command::Label { id, .. }
+        | Command::Stage { id, .. }
+        | Command::Retire { id, .. } => Some(id),
+        Command::Dep { consumer, .. } => Some(consumer),
+    }
+}
+
+impl Delayed {
+    fn from(command: &Command<'_>) -> Delayed {
+        match *command {
+            Command::Insn { id, sim_id, thread } => Delayed::Insn { id, sim_id, thread },
+            Command::Label { id, kind, text } => Delayed::Label {
+                id,
+                kind,
+                text: text.to_vec(),
+            },
+            Command::Stage {
+                end,
+                id,
+                lane,
+                name,
+            } => Delayed::Stage {
+                end,
+                id,
+                lane,
+                name: name.to_vec(),
+            },
+            Command::Retire {
+                id,
+                retire_id,
+                kind,
+            } => Delayed::Retire {
+                id,
+                retire_id,
+                kind,
+            },
+            Command::Dep {
+                consumer,
+                producer,
+                kind,
+            } => Delayed::Dep {
+                consumer,
+                producer,
+                kind,
+            },
+            Command::Start(_) | Command::Cycle(_) => {
+                unreachable!("time commands are never held back")
+            }
+        }
+    }
+
+    fn as_command(&self) -> Command<'_> {
+        match *self {
+            Delayed::Insn { id, sim_id, thread } => Command::Insn { id, sim_id, thread },
+            Delayed::Label { id, kind, ref text } => Command::Label { id, kind, text },
+            Delayed::Stage {
+                end,
+                id,
+                lane,
+                ref name,
+            } => Command::Stage {
+                end,
+                id,
+                lane,
+                name,
+            },
+            Delayed::Retire {
+                id,
+                retire_id,
+                kind,
+            } => Command::Retire {
+                id,
+                retire_id,
+                kind,
+            },
+            Delayed::Dep {
+                consumer,
+                producer,
+                kind,
+            } => Command::Dep {
+                consumer,
+                producer,
+                kind,
+            },
+        }
     }
 }
