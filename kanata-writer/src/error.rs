@@ -110,8 +110,10 @@ impl From<io::Error> for Error {
 }
 
 impl fmt::Debug for Error {
+    /// The message, as `Display` writes it: `fn main() -> Result<(), Box<dyn Error>>` prints
+    /// errors with `Debug`, and users should read a sentence there, not a struct.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
+        fmt::Display::fmt(self, f)
     }
 }
 

@@ -115,6 +115,14 @@ impl LiveSet {
         }
     }
 
+    #[inline]
+    pub(crate) fn get(&self, id: u64) -> Option<&InsnState> {
+        match id.checked_sub(self.base) {
+            Some(offset) => self.ring.get(offset as usize)?.as_ref(),
+            None => self.stragglers.get(&id),
+        }
+    }
+
     /// Ends instruction `id` and returns what it had open.
     #[inline]
     pub(crate) fn remove(&mut self, id: u64) -> Option<InsnState> {

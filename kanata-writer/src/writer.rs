@@ -18,7 +18,9 @@ use crate::window::{Phase, Window, WindowState};
 ///
 /// Ids are dense and sequential from 0 in the order instructions begin: the id is the
 /// instruction's id in the file. An instruction that begins outside the [`Window`] gets an
-/// untraced handle, on which every call is accepted and writes nothing.
+/// untraced handle, on which every call is accepted and writes nothing. All untraced handles
+/// are equal, so the order of handles is the age of traced instructions only; a simulator
+/// that needs ages outside the window keeps its own sequence numbers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct InsnId(u64);
 
@@ -51,7 +53,9 @@ pub enum LabelKind {
     Name = 0,
     /// Type 1: the detail Konata shows on mouse-over (register values, units).
     Detail = 1,
-    /// Type 2: a note on the stage the instruction entered most recently.
+    /// Type 2: a note on the stage the instruction entered most recently, in any lane: after
+    /// [`Writer::stall_begin`] a note lands on the `stl` stage, so write a note for the
+    /// pipeline stage before the stall begins.
     StageNote = 2,
 }
 
@@ -631,6 +635,11 @@ impl<W: Write> Writer<W> {
     /// The instruction enters `stage` in `lane` (`S`); the stage it had open in that lane is
     /// closed first with an explicit `E`.
     ///
+    /// A stage entered and closed in the same cycle has zero length and Konata does not draw
+    /// it. One Konata quirk to know: a zero-length stage in the trace's very first cycle
+    /// (before the first `C` line) is drawn as if it never closed, under the stages that
+    /// follow it. Advance time before the first stage change if that matters.
+    ///
     /// # Errors
     /// [`ErrorKind::NotLive`] after the instruction's end; [`ErrorKind::UnknownStage`] for a
     /// stage handle of another writer.
@@ -802,13 +811,13 @@ impl<W: Write> Writer<W> {
     }
 
     /// Whether `insn` is live: traced, begun and not yet retired or flushed.
-    pub fn is_live(&mut self, insn: InsnId) -> bool {
-        self.live.get_mut(insn.0).is_some()
+    pub fn is_live(&self, insn: InsnId) -> bool {
+        self.live.get(insn.0).is_some()
     }
 
     /// The open stage of `insn` in `lane`, if it is live and has one.
-    pub fn open_stage(&mut self, insn: InsnId, lane: Lane) -> Option<Stage> {
-        self.live.get_mut(insn.0)?.open_in(lane)
+    pub fn open_stage(&self, insn: InsnId, lane: Lane) -> Option<Stage> {
+        self.live.get(insn.0)?.open_in(lane)
     }
 
     /// What has been written so far.
