@@ -53,3 +53,8 @@ pub use sink::Compression;
 pub use stage::{Lane, Stage};
 pub use window::Window;
 pub use writer::{DepKind, Finished, InsnId, LabelKind, LiveAtEnd, Summary, Writer, WriterBuilder};
+
+/// The README's example, compiled as a doc test so that it cannot rot.
+#[cfg(doctest)]
+#[doc = include_str!("../../README.md")]
+mod readme {}
