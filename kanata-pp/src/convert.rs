@@ -235,9 +235,16 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
                 Some(dir) if !dir.as_os_str().is_empty() => dir,
                 _ => Path::new("."),
             };
-            let temp = tempfile::Builder::new()
-                .prefix(".kanata-pp-")
-                .suffix(".tmp")
+            let mut temp = tempfile::Builder::new();
+            temp.prefix(".kanata-pp-").suffix(".tmp");
+            // A temporary file is private (0600) by default; the output should get the
+            // permissions any new file gets (0666 less the umask).
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                temp.permissions(std::fs::Permissions::from_mode(0o666));
+            }
+            let temp = temp
                 .tempfile_in(dir)
                 .map_err(|err| {
                     Error::new(
