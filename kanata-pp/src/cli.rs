@@ -158,18 +158,18 @@ impl Cli {
         options.strict = self.strict;
         options.max_examples = if self.verbose { usize::MAX } else { 5 };
         options.progress = !self.no_progress && !self.quiet;
-        let mut repairs = Repairs::default();
-        repairs.late_window = self.late_window;
-        repairs.renumber_retire = self.renumber_retire;
-        repairs.close_open = self.close_open.map(|c| match c {
-            CloseOpenArg::Flush => CloseOpen::Flush,
-            CloseOpenArg::Retire => CloseOpen::Retire,
-        });
-        repairs.dedupe = self.dedupe;
-        repairs.stretch_zero = self.stretch_zero;
-        repairs.strip_prefix = self.strip_prefix.as_ref().map(|p| p.as_bytes().to_vec());
-        repairs.compact = self.compact;
-        options.repairs = repairs;
+        options.repairs = Repairs {
+            late_window: self.late_window,
+            renumber_retire: self.renumber_retire,
+            close_open: self.close_open.map(|c| match c {
+                CloseOpenArg::Flush => CloseOpen::Flush,
+                CloseOpenArg::Retire => CloseOpen::Retire,
+            }),
+            dedupe: self.dedupe,
+            stretch_zero: self.stretch_zero,
+            strip_prefix: self.strip_prefix.as_ref().map(|p| p.as_bytes().to_vec()),
+            compact: self.compact,
+        };
         Ok(options)
     }
 }

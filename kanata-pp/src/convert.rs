@@ -244,14 +244,12 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
                 use std::os::unix::fs::PermissionsExt;
                 temp.permissions(std::fs::Permissions::from_mode(0o666));
             }
-            let temp = temp
-                .tempfile_in(dir)
-                .map_err(|err| {
-                    Error::new(
-                        ErrorKind::Io,
-                        format!("cannot create a file in {}: {err}", dir.display()),
-                    )
-                })?;
+            let temp = temp.tempfile_in(dir).map_err(|err| {
+                Error::new(
+                    ErrorKind::Io,
+                    format!("cannot create a file in {}: {err}", dir.display()),
+                )
+            })?;
             let file = temp.reopen()?;
             // On any error `temp` is dropped here, which deletes it: no partial output, and
             // an existing file at `path` stays as it was.

@@ -10,7 +10,7 @@
 //! within the late window right before it (Q10).
 
 use std::borrow::Cow;
-use std::hash::{BuildHasherDefault, Hash, Hasher};
+use std::hash::{BuildHasher, BuildHasherDefault};
 use std::io::Write;
 
 use kanata_writer::{DepKind, ErrorKind as WriterErrorKind, LabelKind, Lane, Stage, Summary};
@@ -942,13 +942,9 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
 
 /// A 64-bit hash of label text, for Q16.
 fn text_hash(text: &[u8]) -> u64 {
-    let mut hasher = BuildHasherDefault::<IdHasher>::default().build_hasher();
-    text.hash(&mut hasher);
     // 0 means "no label yet".
-    hasher.finish() | 1
+    BuildHasherDefault::<IdHasher>::default().hash_one(text) | 1
 }
-
-use std::hash::BuildHasher;
 
 /// The start of a line, for messages.
 pub(crate) fn shorten(line: &[u8]) -> String {

@@ -73,8 +73,56 @@ impl Compression {
 /// A compressor (or none) in front of the user's writer.
 pub(crate) enum Encoder<W: Write> {
     Plain(W),
-    Gzip(flate2::write::GzEncoder<W>),
-    Zstd(zstd::stream::Encoder<'static, W>),
+    Gzip(Chunked<flate2::write::GzEncoder<W>>),
+    Zstd(Chunked<zstd::stream::Encoder<'static, W>>),
+}
+
+/// How many bytes a compressor is given per call.
+const COMPRESS_CHUNK: usize = 64 * 1024;
+
+/// Feeds a compressor in pieces of exactly [`COMPRESS_CHUNK`] bytes at fixed offsets of the
+/// stream. Deflate's output depends on how its input is split into calls, so without this
+/// the compressed bytes would change with the writer's buffer size or hold-back, and the
+/// output would not be deterministic.
+pub(crate) struct Chunked<E> {
+    inner: E,
+    staged: Vec<u8>,
+}
+
+impl<E: Write> Chunked<E> {
+    fn new(inner: E) -> Chunked<E> {
+        Chunked {
+            inner,
+            staged: Vec::with_capacity(COMPRESS_CHUNK),
+        }
+    }
+
+    fn write_all(&mut self, mut bytes: &[u8]) -> io::Result<()> {
+        if !self.staged.is_empty() {
+            let take = bytes.len().min(COMPRESS_CHUNK - self.staged.len());
+            self.staged.extend_from_slice(&bytes[..take]);
+            bytes = &bytes[take..];
+            if self.staged.len() < COMPRESS_CHUNK {
+                return Ok(());
+            }
+            self.inner.write_all(&self.staged)?;
+            self.staged.clear();
+        }
+        let whole = bytes.len() - bytes.len() % COMPRESS_CHUNK;
+        for chunk in bytes[..whole].chunks_exact(COMPRESS_CHUNK) {
+            self.inner.write_all(chunk)?;
+        }
+        self.staged.extend_from_slice(&bytes[whole..]);
+        Ok(())
+    }
+
+    /// Hands over what is staged; the caller then ends the stream.
+    fn into_inner(mut self) -> io::Result<E> {
+        if !self.staged.is_empty() {
+            self.inner.write_all(&self.staged)?;
+        }
+        Ok(self.inner)
+    }
 }
 
 impl<W: Write> Encoder<W> {
@@ -82,13 +130,13 @@ impl<W: Write> Encoder<W> {
         Ok(match compression {
             Compression::None => Encoder::Plain(inner),
             // GzBuilder writes mtime 0 and no file name, so the bytes depend on the input only.
-            Compression::Gzip => Encoder::Gzip(
+            Compression::Gzip => Encoder::Gzip(Chunked::new(
                 flate2::GzBuilder::new().write(inner, flate2::Compression::new(level as u32)),
-            ),
+            )),
             Compression::Zstd => {
                 let mut encoder = zstd::stream::Encoder::new(inner, level)?;
                 encoder.include_checksum(true)?;
-                Encoder::Zstd(encoder)
+                Encoder::Zstd(Chunked::new(encoder))
             }
         })
     }
@@ -104,8 +152,8 @@ impl<W: Write> Encoder<W> {
     fn finish(self) -> io::Result<W> {
         let mut inner = match self {
             Encoder::Plain(w) => w,
-            Encoder::Gzip(w) => w.finish()?,
-            Encoder::Zstd(w) => w.finish()?,
+            Encoder::Gzip(w) => w.into_inner()?.finish()?,
+            Encoder::Zstd(w) => w.into_inner()?.finish()?,
         };
         inner.flush()?;
         Ok(inner)

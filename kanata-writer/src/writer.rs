@@ -603,6 +603,10 @@ impl<W: Write> Writer<W> {
         kind: LabelKind,
         push_text: impl FnOnce(&mut Vec<u8>) -> Result<()>,
     ) -> Result<()> {
+        if self.sink.is_none() {
+            // After an I/O error the held-back lines are gone, and so is the place to insert.
+            return Err(Error::new(ErrorKind::Poisoned));
+        }
         let mark = match &self.holdback {
             Some(holdback) if insn.is_traced() => holdback.find_retire(insn.0, self.cycle),
             _ => None,
@@ -910,6 +914,7 @@ impl<W: Write> Writer<W> {
         self.sink = None;
         self.spill_at = 0;
         self.buf = Vec::new();
+        self.holdback = None;
         Error::from(err)
     }
 
