@@ -78,6 +78,8 @@ struct Fields<'a> {
     /// after the type (Q19); may hold further TABs (Q9).
     rest: &'a [u8],
     tabbed: bool,
+    /// Whether the line has more TAB-separated fields than the four fixed ones.
+    extra_fields: bool,
 }
 
 /// White space as JavaScript's `trim` sees it in ASCII (Konata trims numbers that way).
@@ -108,12 +110,21 @@ pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
 #[inline]
 pub(crate) fn parse_int(field: &[u8]) -> Option<(i64, bool)> {
     // Fast path: plain digits, the canonical form.
-    if !field.is_empty() && field.len() <= 18 && field.iter().all(u8::is_ascii_digit) {
-        let value = field
-            .iter()
-            .fold(0i64, |acc, &d| acc * 10 + i64::from(d - b'0'));
-        let canonical = field.len() == 1 || field[0] != b'0';
-        return Some((value, canonical));
+    if !field.is_empty() && field.len() <= 18 {
+        let mut value = 0i64;
+        let mut plain = true;
+        for &d in field {
+            let digit = d.wrapping_sub(b'0');
+            if digit > 9 {
+                plain = false;
+                break;
+            }
+            value = value * 10 + i64::from(digit);
+        }
+        if plain {
+            let canonical = field.len() == 1 || field[0] != b'0';
+            return Some((value, canonical));
+        }
     }
     let trimmed = trim(field);
     let (negative, digits) = match trimmed {
@@ -187,7 +198,7 @@ impl LineParser {
             }
             _ => return classify_other(line),
         }
-        if !f.tabbed {
+        if !f.tabbed && f.count > 1 {
             diag.report(Rule::Q19, lineno, || {
                 "fields separated by spaces, not TABs".to_owned()
             });
@@ -215,16 +226,17 @@ impl LineParser {
             b"S" | b"E" => (|| {
                 let id = int_field(&f, 1, lineno, diag, &mut padded, "file id")?;
                 let lane = lane_field(&f, lineno, diag)?;
-                let stage = trim(f.fields.get(3).copied().filter(|_| f.count > 3)?);
+                let field = f.fields.get(3).copied().filter(|_| f.count > 3)?;
+                let stage = trim(field);
+                if f.tabbed && stage.len() != field.len() {
+                    padded = true;
+                }
                 let stage = strip_trailing_comment(stage, lineno, diag);
                 if stage.is_empty() {
                     diag.report(Rule::Q1, lineno, || {
                         "stage command without a stage name dropped".to_owned()
                     });
                     return None;
-                }
-                if f.tabbed && stage.len() != f.fields[3].len() {
-                    padded = true;
                 }
                 Some(Command::Stage {
                     end: name == b"E",
@@ -295,11 +307,11 @@ impl LineParser {
         let Some(command) = command else {
             return Line::Invalid;
         };
-        let used = match command {
-            Command::Start(_) | Command::Cycle(_) => 2,
-            _ => 4,
+        let extra = match command {
+            Command::Start(_) | Command::Cycle(_) => f.count > 2,
+            _ => f.extra_fields,
         };
-        if padded || (f.tabbed && has_extra_fields(line, used)) {
+        if padded || extra {
             diag.report(Rule::Q1, lineno, || {
                 "padded number, white space or trailing empty field".to_owned()
             });
@@ -374,81 +386,84 @@ fn classify_other(line: &[u8]) -> Line<'_> {
 /// Splits the fixed fields: on TABs if the line has any, else on runs of white space (Q19).
 #[inline]
 fn split(line: &[u8]) -> Fields<'_> {
+    // One pass over the line finds the first four TABs and counts the rest: lines are short,
+    // and a loop beats a `memchr` call per field at these lengths.
+    let mut tabs = [0usize; 4];
+    let mut found = 0;
+    let mut extra_tabs = 0;
+    for (at, &b) in line.iter().enumerate() {
+        if b == b'\t' {
+            if found < 4 {
+                tabs[found] = at;
+                found += 1;
+            } else {
+                extra_tabs += 1;
+            }
+        }
+    }
+    if found == 0 {
+        return split_on_spaces(line);
+    }
     let mut fields: [&[u8]; 4] = [&[]; 4];
-    let mut count = 0;
-    let mut rest: &[u8] = &[];
-    if memchr(b'\t', line).is_some() {
-        let mut at = 0;
-        while count < 4 {
-            match memchr(b'\t', &line[at..]) {
-                Some(n) => {
-                    fields[count] = &line[at..at + n];
-                    count += 1;
-                    at += n + 1;
-                }
-                None => {
-                    fields[count] = &line[at..];
-                    count += 1;
-                    at = line.len();
-                    break;
-                }
-            }
-        }
-        if count == 4 {
-            // The label field runs to the end of the line (further TABs are Q9's business).
-            let start = fields[3].as_ptr() as usize - line.as_ptr() as usize;
-            rest = &line[start..];
-            // Field 3 proper ends at the next TAB.
-            if let Some(n) = memchr(b'\t', rest) {
-                fields[3] = &rest[..n];
-            }
-        } else if at < line.len() {
-            rest = &line[at..];
-        }
-        Fields {
-            fields,
-            count,
-            rest,
-            tabbed: true,
-        }
+    let mut start = 0;
+    for (field, &tab) in fields.iter_mut().zip(&tabs[..found]) {
+        *field = &line[start..tab];
+        start = tab + 1;
+    }
+    let (count, rest) = if found < 4 {
+        fields[found] = &line[start..];
+        (found + 1, &line[start..])
     } else {
-        let mut at = 0;
-        while count < 3 {
-            while at < line.len() && is_space(line[at]) {
-                at += 1;
-            }
-            if at == line.len() {
-                break;
-            }
-            let start = at;
-            while at < line.len() && !is_space(line[at]) {
-                at += 1;
-            }
-            fields[count] = &line[start..at];
-            count += 1;
-        }
-        if count == 3 && at < line.len() {
-            // Q19: the label is the rest of the line after the one separator that follows the
-            // type; for other commands the fourth field is the next word.
-            rest = &line[at + 1..];
-            let trimmed = trim(rest);
-            if !trimmed.is_empty() {
-                fields[3] = trimmed;
-                count = 4;
-            }
-        }
-        Fields {
-            fields,
-            count,
-            rest,
-            tabbed: false,
-        }
+        // Field 3 ends at the fourth TAB; the label text runs on to the end of the line
+        // (further TABs are Q9's business).
+        (4, &line[tabs[2] + 1..])
+    };
+    Fields {
+        fields,
+        count,
+        rest,
+        tabbed: true,
+        extra_fields: found == 4 || extra_tabs > 0,
     }
 }
 
-/// Whether the line has fields after the `used` ones (blank or not).
-fn has_extra_fields(line: &[u8], used: usize) -> bool {
-    line.iter().filter(|&&b| b == b'\t').count() >= used
+/// Q19: splits a line without TABs on runs of white space.
+fn split_on_spaces(line: &[u8]) -> Fields<'_> {
+    let mut fields: [&[u8]; 4] = [&[]; 4];
+    let mut count = 0;
+    let mut rest: &[u8] = &[];
+    let mut at = 0;
+    while count < 3 {
+        while at < line.len() && is_space(line[at]) {
+            at += 1;
+        }
+        if at == line.len() {
+            break;
+        }
+        let start = at;
+        while at < line.len() && !is_space(line[at]) {
+            at += 1;
+        }
+        fields[count] = &line[start..at];
+        count += 1;
+    }
+    if count == 3 && at < line.len() {
+        // The label is the rest of the line after the one separator that follows the type;
+        // for other commands the fourth field is the next word.
+        rest = &line[at + 1..];
+        let trimmed = trim(rest);
+        if !trimmed.is_empty() {
+            fields[3] = trimmed;
+            count = 4;
+        }
+    }
+    Fields {
+        fields,
+        count,
+        rest,
+        tabbed: false,
+        extra_fields: false,
+    }
 }
 
 fn int_field(
@@ -512,6 +527,9 @@ fn lane_field(f: &Fields<'_>, lineno: u64, diag: &mut Diagnostics) -> Option<u32
 
 /// Q3: ` // comment` after the fields of a non-label line.
 fn strip_trailing_comment<'a>(field: &'a [u8], lineno: u64, diag: &mut Diagnostics) -> &'a [u8] {
+    if !field.contains(&b'/') {
+        return field;
+    }
     match memchr::memmem::find(field, b"//") {
         Some(at) if at == 0 || is_space(field[at - 1]) => {
             diag.report(Rule::Q3, lineno, || {

@@ -558,19 +558,15 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             1 => LabelKind::Detail,
             _ => LabelKind::StageNote,
         };
-        let late = match self.ids.resolve(id) {
-            Resolved::Live(_) => false,
-            Resolved::Finished(_) => true,
+        let (insn, late) = match self.ids.resolve(id) {
+            Resolved::Live(insn) => (insn, false),
+            Resolved::Finished(insn) => (insn, true),
             Resolved::Unknown => {
                 diag.report(Rule::Q12, line, || {
                     format!("label for undeclared id {id} dropped")
                 });
                 return Ok(());
             }
-        };
-        let insn = match self.ids.resolve(id) {
-            Resolved::Live(insn) | Resolved::Finished(insn) => insn,
-            Resolved::Unknown => unreachable!("handled above"),
         };
         if self.repairs.dedupe && !late {
             let hash = text_hash(text);
@@ -583,7 +579,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 *last = hash;
             }
         }
-        let text: Cow<'_, str> = String::from_utf8_lossy(text);
+        let text: Cow<'_, str> = utf8(text);
         let writer = self
             .writer
             .as_mut()
@@ -644,7 +640,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         if let Some(&stage) = self.stages.get(name) {
             return Some(stage);
         }
-        let text = String::from_utf8_lossy(name);
+        let text = utf8(name);
         let writer = self
             .writer
             .as_mut()
@@ -1045,5 +1041,15 @@ impl Delayed {
                 kind,
             },
         }
+    }
+}
+
+/// The text as UTF-8, invalid bytes replaced by U+FFFD as Konata decodes them; valid text
+/// (nearly all of it) is not copied.
+#[inline]
+fn utf8(bytes: &[u8]) -> Cow<'_, str> {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => Cow::Borrowed(text),
+        Err(_) => String::from_utf8_lossy(bytes),
     }
 }

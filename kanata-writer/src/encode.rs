@@ -15,9 +15,51 @@ fn push_int<I: itoa::Integer>(buf: &mut Vec<u8>, value: I) {
     buf.extend_from_slice(itoa::Buffer::new().format(value).as_bytes());
 }
 
-#[inline]
-fn push_u64(buf: &mut Vec<u8>, value: u64) {
-    push_int(buf, value);
+/// One line appended byte by byte. Lines are a dozen bytes and their pieces (a digit or
+/// three, a TAB, a one-letter stage) are shorter still: pushing bytes beats a `memcpy` call per
+/// piece at these lengths, and the writer keeps enough spare capacity that a push never
+/// reallocates in practice.
+struct Line<'a> {
+    buf: &'a mut Vec<u8>,
+}
+
+impl<'a> Line<'a> {
+    /// Stage names longer than this are copied in one piece.
+    const SHORT: usize = 16;
+
+    #[inline]
+    fn new(buf: &'a mut Vec<u8>, command: &[u8; 2]) -> Line<'a> {
+        buf.extend_from_slice(command);
+        Line { buf }
+    }
+
+    #[inline]
+    fn byte(&mut self, b: u8) {
+        self.buf.push(b);
+    }
+
+    #[inline]
+    fn short(&mut self, s: &[u8]) {
+        if s.len() <= Line::SHORT {
+            for &b in s {
+                self.buf.push(b);
+            }
+        } else {
+            self.buf.extend_from_slice(s);
+        }
+    }
+
+    #[inline]
+    fn int<I: itoa::Integer>(&mut self, value: I) {
+        for &b in itoa::Buffer::new().format(value).as_bytes() {
+            self.buf.push(b);
+        }
+    }
+
+    #[inline]
+    fn finish(self) {
+        self.buf.push(b'\n');
+    }
 }
 
 /// `Kanata 0004` and `C= <start>`.
@@ -32,9 +74,9 @@ pub(crate) fn header(buf: &mut Vec<u8>, start_cycle: i64) {
 #[inline]
 pub(crate) fn cycle_delta(buf: &mut Vec<u8>, cycles: u64) {
     debug_assert!(cycles > 0);
-    buf.extend_from_slice(b"C\t");
-    push_u64(buf, cycles);
-    buf.push(b'\n');
+    let mut line = Line::new(buf, b"C\t");
+    line.int(cycles);
+    line.finish();
 }
 
 /// `I <file id> <sim id> <thread>`.
@@ -45,26 +87,25 @@ pub(crate) fn insn<S: itoa::Integer, T: itoa::Integer>(
     sim_id: S,
     thread: T,
 ) {
-    buf.extend_from_slice(b"I\t");
-    push_u64(buf, insn);
-    buf.push(b'\t');
-    push_int(buf, sim_id);
-    buf.push(b'\t');
-    push_int(buf, thread);
-    buf.push(b'\n');
+    let mut line = Line::new(buf, b"I\t");
+    line.int(insn);
+    line.byte(b'\t');
+    line.int(sim_id);
+    line.byte(b'\t');
+    line.int(thread);
+    line.finish();
 }
 
 /// `S` or `E` `<file id> <lane> <stage>`.
 #[inline]
 pub(crate) fn stage(buf: &mut Vec<u8>, command: u8, insn: u64, lane: u32, name: &[u8]) {
-    buf.push(command);
-    buf.push(b'\t');
-    push_u64(buf, insn);
-    buf.push(b'\t');
-    push_u64(buf, u64::from(lane));
-    buf.push(b'\t');
-    buf.extend_from_slice(name);
-    buf.push(b'\n');
+    let mut line = Line::new(buf, &[command, b'\t']);
+    line.int(insn);
+    line.byte(b'\t');
+    line.int(lane);
+    line.byte(b'\t');
+    line.short(name);
+    line.finish();
 }
 
 /// `R <file id> <retire id> <0 retired | 1 flushed>`.
@@ -75,34 +116,33 @@ pub(crate) fn end_of_life<R: itoa::Integer>(
     retire_id: R,
     flushed: bool,
 ) {
-    buf.extend_from_slice(b"R\t");
-    push_u64(buf, insn);
-    buf.push(b'\t');
-    push_int(buf, retire_id);
-    buf.extend_from_slice(if flushed { b"\t1\n" } else { b"\t0\n" });
+    let mut line = Line::new(buf, b"R\t");
+    line.int(insn);
+    line.byte(b'\t');
+    line.int(retire_id);
+    line.short(if flushed { b"\t1" } else { b"\t0" });
+    line.finish();
 }
 
 /// `W <consumer> <producer> <kind>`.
 #[inline]
 pub(crate) fn dependency(buf: &mut Vec<u8>, consumer: u64, producer: u64, kind: u32) {
-    buf.extend_from_slice(b"W\t");
-    push_u64(buf, consumer);
-    buf.push(b'\t');
-    push_u64(buf, producer);
-    buf.push(b'\t');
-    push_u64(buf, u64::from(kind));
-    buf.push(b'\n');
+    let mut line = Line::new(buf, b"W\t");
+    line.int(consumer);
+    line.byte(b'\t');
+    line.int(producer);
+    line.byte(b'\t');
+    line.int(kind);
+    line.finish();
 }
 
 /// `L <file id> <kind> ` up to the text; the caller appends the text with
 /// [`push_label_text`] and ends the line with a `\n`.
 #[inline]
 pub(crate) fn label_start(buf: &mut Vec<u8>, insn: u64, kind: u8) {
-    buf.extend_from_slice(b"L\t");
-    push_u64(buf, insn);
-    buf.push(b'\t');
-    buf.push(b'0' + kind);
-    buf.push(b'\t');
+    let mut line = Line::new(buf, b"L\t");
+    line.int(insn);
+    line.short(&[b'\t', b'0' + kind, b'\t']);
 }
 
 /// Appends label text so that it stays on one line and in one field: a line feed becomes the

@@ -10,7 +10,7 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 /// Kept to one pointer so that the `Result` of the hot calls stays small; the detail lives in
 /// [`ErrorKind`]. A misuse error ([`Error::is_misuse`]) rejects the call before anything is
 /// written, so the output stays valid and the writer stays usable. An I/O error leaves the
-/// writer unusable: every later call returns [`ErrorKind::Poisoned`].
+/// writer unusable: every later call that would write returns [`ErrorKind::Poisoned`].
 pub struct Error(Box<ErrorKind>);
 
 /// What went wrong, in detail.
