@@ -173,23 +173,31 @@ pub fn convert(input: &Path, options: &Options) -> Result<Report, Error> {
     } else {
         input.display().to_string()
     };
-    convert_inner(input, &name, options).map_err(|err| err.with_file(&name))
+    convert_inner(input, &name, options).map_err(|err| match err.kind() {
+        // A usage error is about the command line, not the input.
+        ErrorKind::Usage => err,
+        _ => err.with_file(&name),
+    })
 }
 
 fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let compression = output_compression(options)?;
-    let opened = input::open(input)
-        .map_err(|err| Error::new(ErrorKind::Io, format!("cannot read: {err}")))?;
-    let format = match options.from {
-        Some(format) => format,
-        None => detect::detect(&opened.head)?,
-    };
+    // Check the level before reading anything.
     let mut builder = WriterBuilder::new();
     builder.compression(compression);
     if let Some(level) = options.level {
         builder.level(level);
+        builder.from_writer(io::sink())?.finish()?;
     }
+    let opened = input::open(input)
+        .map_err(|err| Error::new(ErrorKind::Io, format!("cannot read: {err}")))?;
+    let format = match (options.from, &options.repairs.strip_prefix) {
+        (Some(format), _) => format,
+        (None, None) => detect::detect(&opened.head)?,
+        // Q18: the trace is the lines with the prefix; the rest is other output.
+        (None, Some(prefix)) => detect::detect(&detect::strip_prefix(&opened.head, prefix))?,
+    };
     let mut diag = Diagnostics::new(options.max_examples, options.strict);
     let mut progress = Progress::new(options.progress, opened.raw_len, name);
     let raw_read = opened.raw_read.clone();

@@ -70,6 +70,18 @@ pub fn detect(head: &[u8]) -> Result<Format, Error> {
     .with_line(1))
 }
 
+/// The lines of `head` that start with `prefix`, without it (Q18), for detection.
+pub fn strip_prefix(head: &[u8], prefix: &[u8]) -> Vec<u8> {
+    let mut kept = Vec::new();
+    for line in head.split(|&b| b == b'\n') {
+        if let Some(rest) = line.strip_prefix(prefix) {
+            kept.extend_from_slice(rest.trim_ascii_start());
+            kept.push(b'\n');
+        }
+    }
+    kept
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -111,6 +111,9 @@ impl From<io::Error> for Error {
 
 impl From<kanata_writer::Error> for Error {
     fn from(err: kanata_writer::Error) -> Error {
+        if let kanata_writer::ErrorKind::InvalidOption(message) = err.kind() {
+            return Error::new(ErrorKind::Usage, message.clone());
+        }
         if err.is_misuse() {
             return Error::new(ErrorKind::Input, err.to_string());
         }

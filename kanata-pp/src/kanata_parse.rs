@@ -265,13 +265,15 @@ impl LineParser {
                     }
                 };
                 let kind = if f.count > 3 {
-                    let field = strip_trailing_comment(trim(f.fields[3]), lineno, diag);
+                    let trimmed = trim(f.fields[3]);
+                    padded |= trimmed.len() != f.fields[3].len();
+                    let field = strip_trailing_comment(trimmed, lineno, diag);
                     if field.is_empty() {
                         RetireType::Empty
                     } else {
                         match parse_int(field) {
                             Some((value, canonical)) => {
-                                padded |= !canonical || field.len() != f.fields[3].len();
+                                padded |= !canonical;
                                 RetireType::Value(value)
                             }
                             None => RetireType::Invalid,

@@ -151,7 +151,7 @@ pub struct WriterBuilder {
     compact: bool,
     live_at_end: LiveAtEnd,
     buffer_size: usize,
-    late_labels: u64,
+    late_labels: Option<u64>,
 }
 
 impl Default for WriterBuilder {
@@ -176,7 +176,7 @@ impl WriterBuilder {
             compact: false,
             live_at_end: LiveAtEnd::LeaveOpen,
             buffer_size: DEFAULT_BUFFER_SIZE,
-            late_labels: 0,
+            late_labels: None,
         }
     }
 
@@ -226,10 +226,11 @@ impl WriterBuilder {
         self
     }
 
-    /// Accepts labels up to `cycles` cycles after their instruction retired or flushed, and
-    /// places them right before its `R` (where Konata would have applied them anyway, with a
-    /// warning). The lines of the last `cycles` cycles are held back in memory for this.
-    /// Off (0) by default: a label after the end of an instruction is an error.
+    /// Accepts labels up to `cycles` cycles after their instruction retired or flushed (0: in
+    /// the same cycle only), and places them right before its `R` (where Konata would have
+    /// applied them anyway, with a warning). The lines of the last `cycles` cycles are held
+    /// back in memory for this. Off by default: a label after the end of an instruction is an
+    /// error.
     ///
     /// ```
     /// # fn main() -> kanata_writer::Result<()> {
@@ -244,7 +245,7 @@ impl WriterBuilder {
     /// # Ok(()) }
     /// ```
     pub fn late_labels(&mut self, cycles: u64) -> &mut WriterBuilder {
-        self.late_labels = cycles;
+        self.late_labels = Some(cycles);
         self
     }
 
@@ -296,7 +297,7 @@ impl WriterBuilder {
             buf: Vec::with_capacity(self.buffer_size + 4096),
             spill_at: self.buffer_size,
             buffer_size: self.buffer_size,
-            holdback: (self.late_labels > 0).then(|| Box::new(Holdback::new(self.late_labels))),
+            holdback: self.late_labels.map(|cycles| Box::new(Holdback::new(cycles))),
             sink: Some(sink),
             cycle: self.start_cycle,
             written_cycle: self.start_cycle,
