@@ -7,6 +7,7 @@ use kanata_writer::Compression;
 
 use crate::convert::{Destination, Options};
 use crate::detect::Format;
+use crate::gem5::Gem5Options;
 use crate::normalize::{CloseOpen, Repairs};
 
 const EXAMPLES: &str = "\
@@ -90,6 +91,18 @@ pub struct Cli {
     #[arg(long, value_name = "PREFIX")]
     pub strip_prefix: Option<String>,
 
+    /// gem5: how many instructions a record may arrive out of order (at least 16384).
+    #[arg(long, value_name = "N", default_value_t = 16_384)]
+    pub window: usize,
+
+    /// gem5: ticks per cycle (detected from the trace when not given).
+    #[arg(long, value_name = "N")]
+    pub ticks_per_cycle: Option<u64>,
+
+    /// gem5: draw dependency arrows from `Rename` debug lines.
+    #[arg(long)]
+    pub deps: bool,
+
     /// Leave out the `E` lines Konata implies (drawn the same, smaller files).
     #[arg(long)]
     pub compact: bool,
@@ -158,6 +171,11 @@ impl Cli {
         options.strict = self.strict;
         options.max_examples = if self.verbose { usize::MAX } else { 5 };
         options.progress = !self.no_progress && !self.quiet;
+        options.gem5 = Gem5Options {
+            window: self.window,
+            ticks_per_cycle: self.ticks_per_cycle,
+            deps: self.deps,
+        };
         options.repairs = Repairs {
             late_window: self.late_window,
             renumber_retire: self.renumber_retire,

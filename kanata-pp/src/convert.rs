@@ -10,6 +10,7 @@ use kanata_writer::{Compression, Summary, WriterBuilder};
 use crate::detect::{self, Format};
 use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
+use crate::gem5::Gem5Options;
 use crate::input::{self, InputCompression, Lines};
 use crate::normalize::{KanataNormalizer, Repairs};
 use crate::progress::Progress;
@@ -37,8 +38,10 @@ pub struct Options {
     pub compression: Option<Compression>,
     /// Compression level; `None` for the default (gzip 6, zstd 3).
     pub level: Option<i32>,
-    /// The repairs and clean-ups.
+    /// The repairs and clean-ups of Kanata input.
     pub repairs: Repairs,
+    /// How gem5 O3PipeView input is read.
+    pub gem5: Gem5Options,
     /// Any repair is an error.
     pub strict: bool,
     /// Examples kept per rule in the diagnostics (`usize::MAX` for all).
@@ -56,6 +59,7 @@ impl Options {
             compression: None,
             level: None,
             repairs: Repairs::default(),
+            gem5: Gem5Options::default(),
             strict: false,
             max_examples: 5,
             progress: false,
@@ -306,16 +310,24 @@ fn run<W: Write + Send + 'static>(
     diag: &mut Diagnostics,
     progress: &Progress,
 ) -> Result<(Summary, u64), Error> {
-    match format {
-        Format::Kanata => {}
-        other => {
+    let mut converter: Box<dyn Converter> = match format {
+        Format::Kanata => Box::new(KanataNormalizer::new(
+            builder,
+            output,
+            options.repairs.clone(),
+        )),
+        Format::Gem5 => Box::new(crate::gem5::Gem5Converter::new(
+            builder,
+            output,
+            options.gem5.clone(),
+        )?),
+        Format::Rsd => {
             return Err(Error::new(
                 ErrorKind::Input,
-                format!("{} input is not supported yet", other.name()),
+                "rsd input is not supported yet",
             ))
         }
-    }
-    let mut normalizer = KanataNormalizer::new(builder, output, options.repairs.clone());
+    };
     let mut lines = Lines::new(reader);
     loop {
         let (number, had_cr, line) = match lines.next_line() {
@@ -328,8 +340,8 @@ fn run<W: Write + Send + 'static>(
                 ))
             }
         };
-        normalizer.line(line, number, diag)?;
-        if had_cr {
+        converter.line(line, number, diag)?;
+        if had_cr && format == Format::Kanata {
             diag.report(crate::diag::Rule::Q3, number, || {
                 "CR LF line end".to_owned()
             });
@@ -345,7 +357,7 @@ fn run<W: Write + Send + 'static>(
             progress.update();
         }
     }
-    let summary = normalizer.finish(diag)?;
+    let summary = converter.finish(diag)?;
     if let Some((rule, example)) = diag.strict_violation() {
         return Err(Error::new(
             ErrorKind::Strict,
@@ -353,4 +365,13 @@ fn run<W: Write + Send + 'static>(
         ));
     }
     Ok((summary, lines.number))
+}
+
+/// One input format's reader: takes the input line by line and writes the trace.
+pub(crate) trait Converter {
+    /// Reads one line (without its line end); `lineno` is 1-based.
+    fn line(&mut self, line: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error>;
+
+    /// Ends the input: writes what is left and finishes the output.
+    fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Summary, Error>;
 }

@@ -6,6 +6,7 @@ pub mod convert;
 pub mod detect;
 pub mod diag;
 pub mod error;
+pub mod gem5;
 pub mod input;
 
 mod ids;
@@ -17,4 +18,5 @@ pub use convert::{convert, Destination, Options, Report};
 pub use detect::Format;
 pub use diag::{Diagnostics, Rule};
 pub use error::{Error, ErrorKind};
+pub use gem5::Gem5Options;
 pub use normalize::{CloseOpen, Repairs};

@@ -195,12 +195,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     }
 
     /// Reads one line (without its line end).
-    pub(crate) fn line(
-        &mut self,
-        raw: &[u8],
-        lineno: u64,
-        diag: &mut Diagnostics,
-    ) -> Result<(), Error> {
+    fn read_line(&mut self, raw: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
         let mut line = raw;
         if let Some(prefix) = &self.repairs.strip_prefix {
             match line.strip_prefix(prefix.as_slice()) {
@@ -881,7 +876,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     }
 
     /// Ends the trace; returns what it holds.
-    pub(crate) fn finish(mut self, diag: &mut Diagnostics) -> Result<Summary, Error> {
+    fn end(mut self, diag: &mut Diagnostics) -> Result<Summary, Error> {
         if self.phase == Phase::BeforeHeader {
             return Err(Error::new(
                 crate::error::ErrorKind::Input,
@@ -948,6 +943,16 @@ pub(crate) fn shorten(line: &[u8]) -> String {
     match text.char_indices().nth(60) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.into_owned(),
+    }
+}
+
+impl<W: Write + Send + 'static> crate::convert::Converter for KanataNormalizer<W> {
+    fn line(&mut self, line: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
+        self.read_line(line, lineno, diag)
+    }
+
+    fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Summary, Error> {
+        (*self).end(diag)
     }
 }
 
