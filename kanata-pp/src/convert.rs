@@ -357,12 +357,21 @@ fn run<W: Write + Send + 'static>(
             progress.update();
         }
     }
+    if lines.unterminated && format == Format::Kanata {
+        diag.report(crate::diag::Rule::Q3, lines.number, || {
+            "no line end after the last line".to_owned()
+        });
+    }
     let summary = converter.finish(diag)?;
     if let Some((rule, example)) = diag.strict_violation() {
-        return Err(Error::new(
+        let error = Error::new(
             ErrorKind::Strict,
             format!("--strict: {rule}: {}", example.message),
-        ));
+        );
+        return Err(match example.line {
+            0 => error,
+            line => error.with_line(line),
+        });
     }
     Ok((summary, lines.number))
 }

@@ -61,7 +61,8 @@ pub fn detect(head: &[u8]) -> Result<Format, Error> {
         return Err(Error::new(
             ErrorKind::Input,
             "binary data: not a Kanata log or gem5 trace",
-        ));
+        )
+        .with_line(1));
     }
     Err(Error::new(
         ErrorKind::Input,

@@ -129,6 +129,8 @@ pub(crate) struct Lines<R> {
     /// Number of the line last returned (1-based).
     pub(crate) number: u64,
     had_cr: bool,
+    /// Whether the last line had no line end.
+    pub(crate) unterminated: bool,
 }
 
 const BLOCK: usize = 1 << 20;
@@ -143,6 +145,7 @@ impl<R: Read> Lines<R> {
             eof: false,
             number: 0,
             had_cr: false,
+            unterminated: false,
         }
     }
 
@@ -170,6 +173,7 @@ impl<R: Read> Lines<R> {
                     return Ok(None);
                 }
                 // The last line has no LF.
+                self.unterminated = true;
                 let line_start = self.start;
                 let mut line_end = self.end;
                 self.start = self.end;

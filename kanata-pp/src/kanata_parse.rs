@@ -25,6 +25,8 @@ pub(crate) enum Line<'a> {
     Invalid,
     /// Not a command: text that may continue a label (Q8), else dropped (Q3).
     Other,
+    /// A command that makes the rest of the log meaningless (a cycle beyond 64 bits).
+    Fatal(String),
 }
 
 /// A command, fields parsed.
@@ -35,7 +37,7 @@ pub(crate) enum Command<'a> {
     /// `C <n>`.
     Cycle(i64),
     /// `I <id> <sim id> <thread>`.
-    Insn { id: i64, sim_id: i64, thread: i64 },
+    Insn { id: i64, sim_id: i128, thread: i64 },
     /// `L <id> <type> <text>`; text as written (never empty).
     Label { id: i64, kind: u8, text: &'a [u8] },
     /// `S`/`E` `<id> <lane> <stage>`.
@@ -180,6 +182,12 @@ impl LineParser {
         if !matches!(first, b'C' | b'I' | b'L' | b'S' | b'E' | b'R' | b'W' | b'K') {
             return classify_other(line);
         }
+        // Q3: a trailing ` // comment` after the fields of a command other than `L`.
+        let line = if first != b'L' {
+            strip_trailing_comment(line, lineno, diag)
+        } else {
+            line
+        };
         let f = split(line);
         let name = if f.tabbed {
             f.fields[0]
@@ -205,6 +213,12 @@ impl LineParser {
         }
         let mut padded = false;
         let command = match name {
+            b"C=" | b"C" if f.count > 1 && is_out_of_range(f.fields[1]) => {
+                return Line::Fatal(format!(
+                    "cycle {:?} is outside the 64-bit range of cycles",
+                    String::from_utf8_lossy(trim(f.fields[1]))
+                ));
+            }
             b"C=" => int_field(&f, 1, lineno, diag, &mut padded, "cycle").map(Command::Start),
             b"C" => {
                 if f.count < 2 || trim(f.fields[1]).is_empty() {
@@ -218,20 +232,33 @@ impl LineParser {
             }
             b"I" => (|| {
                 let id = int_field(&f, 1, lineno, diag, &mut padded, "file id")?;
-                let sim_id = int_field(&f, 2, lineno, diag, &mut padded, "simulator id")?;
+                let sim_id = match f
+                    .fields
+                    .get(2)
+                    .filter(|_| f.count > 2)
+                    .map(|s| parse_wide(s))
+                {
+                    Some(Some((value, canonical))) => {
+                        padded |= !canonical;
+                        value
+                    }
+                    _ => {
+                        int_field(&f, 2, lineno, diag, &mut padded, "simulator id")?;
+                        return None;
+                    }
+                };
                 let thread = int_field(&f, 3, lineno, diag, &mut padded, "thread id")?;
                 Some(Command::Insn { id, sim_id, thread })
             })(),
             b"L" => return self.label(&f, lineno, diag),
             b"S" | b"E" => (|| {
                 let id = int_field(&f, 1, lineno, diag, &mut padded, "file id")?;
-                let lane = lane_field(&f, lineno, diag)?;
+                let lane = lane_field(&f, lineno, diag, &mut padded)?;
                 let field = f.fields.get(3).copied().filter(|_| f.count > 3)?;
                 let stage = trim(field);
                 if f.tabbed && stage.len() != field.len() {
                     padded = true;
                 }
-                let stage = strip_trailing_comment(stage, lineno, diag);
                 if stage.is_empty() {
                     diag.report(Rule::Q1, lineno, || {
                         "stage command without a stage name dropped".to_owned()
@@ -265,9 +292,8 @@ impl LineParser {
                     }
                 };
                 let kind = if f.count > 3 {
-                    let trimmed = trim(f.fields[3]);
-                    padded |= trimmed.len() != f.fields[3].len();
-                    let field = strip_trailing_comment(trimmed, lineno, diag);
+                    let field = trim(f.fields[3]);
+                    padded |= field.len() != f.fields[3].len();
                     if field.is_empty() {
                         RetireType::Empty
                     } else {
@@ -481,11 +507,6 @@ fn int_field(
     } else {
         &[]
     };
-    let field = if index == 3 {
-        strip_trailing_comment(field, lineno, diag)
-    } else {
-        field
-    };
     match parse_int(field) {
         Some((value, canonical)) => {
             *padded |= !canonical;
@@ -505,13 +526,21 @@ fn int_field(
     }
 }
 
-/// Q20: a lane must be a non-negative decimal; `00` or `+1` is written plain.
-fn lane_field(f: &Fields<'_>, lineno: u64, diag: &mut Diagnostics) -> Option<u32> {
+/// Q20: a lane must be a non-negative decimal; `00` or `+1` is written plain. Padding
+/// around it is Q1's (Konata trims it, so draws the same lane).
+fn lane_field(
+    f: &Fields<'_>,
+    lineno: u64,
+    diag: &mut Diagnostics,
+    padded: &mut bool,
+) -> Option<u32> {
     let field = if f.count > 2 { f.fields[2] } else { &[] };
-    match parse_int(field).and_then(|(v, canonical)| Some((u32::try_from(v).ok()?, canonical))) {
+    let trimmed = trim(field);
+    *padded |= trimmed.len() != field.len();
+    match parse_int(trimmed).and_then(|(v, canonical)| Some((u32::try_from(v).ok()?, canonical))) {
         Some((lane, true)) => Some(lane),
         Some((lane, false)) => {
-            let shown = String::from_utf8_lossy(field).into_owned();
+            let shown = String::from_utf8_lossy(trimmed).into_owned();
             diag.report(Rule::Q20, lineno, || {
                 format!("lane {shown:?} written as {lane}")
             });
@@ -527,20 +556,52 @@ fn lane_field(f: &Fields<'_>, lineno: u64, diag: &mut Diagnostics) -> Option<u32
     }
 }
 
-/// Q3: ` // comment` after the fields of a non-label line.
-fn strip_trailing_comment<'a>(field: &'a [u8], lineno: u64, diag: &mut Diagnostics) -> &'a [u8] {
-    if !field.contains(&b'/') {
-        return field;
+/// Whether `field` is a decimal integer too large for 64 bits (rather than not a number).
+fn is_out_of_range(field: &[u8]) -> bool {
+    let trimmed = trim(field);
+    let digits = trimmed
+        .strip_prefix(b"-")
+        .or_else(|| trimmed.strip_prefix(b"+"))
+        .unwrap_or(trimmed);
+    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) && parse_int(field).is_none()
+}
+
+/// Parses a simulator id: any value of 64 bits, signed or unsigned.
+fn parse_wide(field: &[u8]) -> Option<(i128, bool)> {
+    if let Some((value, canonical)) = parse_int(field) {
+        return Some((i128::from(value), canonical));
     }
-    match memchr::memmem::find(field, b"//") {
-        Some(at) if at == 0 || is_space(field[at - 1]) => {
+    let trimmed = trim(field);
+    let digits = trimmed.strip_prefix(b"+").unwrap_or(trimmed);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    let value: u64 = std::str::from_utf8(digits).ok()?.parse().ok()?;
+    let canonical = digits.len() == field.len() && digits[0] != b'0';
+    Some((i128::from(value), canonical))
+}
+
+/// Q3: ` // comment` after the fields of a non-label line: a `//` after white space.
+fn strip_trailing_comment<'a>(line: &'a [u8], lineno: u64, diag: &mut Diagnostics) -> &'a [u8] {
+    if !line.contains(&b'/') {
+        return line;
+    }
+    let mut from = 0;
+    while let Some(found) = memchr::memmem::find(&line[from..], b"//") {
+        let at = from + found;
+        if at > 0 && is_space(line[at - 1]) {
             diag.report(Rule::Q3, lineno, || {
                 "trailing `//` comment dropped".to_owned()
             });
-            trim(&field[..at])
+            let mut end = at;
+            while end > 0 && is_space(line[end - 1]) {
+                end -= 1;
+            }
+            return &line[..end];
         }
-        _ => field,
+        from = at + 2;
     }
+    line
 }
 
 #[cfg(test)]

@@ -90,7 +90,7 @@ struct LiveInsn {
 enum Delayed {
     Insn {
         id: i64,
-        sim_id: i64,
+        sim_id: i128,
         thread: i64,
     },
     Label {
@@ -271,6 +271,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 Ok(())
             }
             Line::Invalid => Ok(()),
+            Line::Fatal(message) => Err(Error::at_line(lineno, message)),
         }
     }
 
@@ -493,7 +494,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     fn insn(
         &mut self,
         id: i64,
-        sim_id: i64,
+        sim_id: i128,
         thread: i64,
         lineno: u64,
         diag: &mut Diagnostics,
@@ -726,6 +727,13 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 self.deferred_ends.swap_remove(at);
             }
             self.writer().enter(insn, lane, stage)?;
+            if dedupe {
+                // A stage note repeats legitimately on another stage: compare notes within
+                // one stage only.
+                if let Some((_, live)) = self.ids.live(id) {
+                    live.last_label[2] = 0;
+                }
+            }
             if self.repairs.stretch_zero {
                 let now = self.writer().cycle();
                 if let Some((_, live)) = self.ids.live(id) {

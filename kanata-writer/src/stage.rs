@@ -108,6 +108,9 @@ fn check_stage_name(name: &str) -> Result<()> {
         "it is empty"
     } else if name.contains(['\t', '\n', '\r']) {
         "it contains a TAB or a line break"
+    } else if name.contains("//") {
+        // Readers of sloppy logs (kanata-pp's Q3) take ` // …` after a command as a comment.
+        "it contains `//`, which reads as a comment"
     } else if name.trim_matches(|c: char| c.is_whitespace() || c == '\u{feff}') != name {
         // JavaScript's `trim`, which Konata uses, also strips U+FEFF.
         "it starts or ends with white space"

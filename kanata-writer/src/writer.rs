@@ -112,10 +112,14 @@ pub struct Summary {
     /// Instructions that [`LiveAtEnd::Flush`] or [`LiveAtEnd::Retire`] ended at the last cycle
     /// (already counted in `flushed` or `retired`).
     pub ended_at_finish: u64,
+    /// The cycle the trace starts at (its `C=`).
+    pub first_cycle: i64,
     /// The cycle of the last line.
     pub last_cycle: i64,
     /// Bytes of Kanata text written, before compression.
     pub text_bytes: u64,
+    /// Lines of Kanata text written.
+    pub lines: u64,
 }
 
 /// The result of [`Writer::finish`]: the summary and the writer given to the builder.
@@ -297,7 +301,9 @@ impl WriterBuilder {
             buf: Vec::with_capacity(self.buffer_size + 4096),
             spill_at: self.buffer_size,
             buffer_size: self.buffer_size,
-            holdback: self.late_labels.map(|cycles| Box::new(Holdback::new(cycles))),
+            holdback: self
+                .late_labels
+                .map(|cycles| Box::new(Holdback::new(cycles))),
             sink: Some(sink),
             cycle: self.start_cycle,
             written_cycle: self.start_cycle,
@@ -312,6 +318,8 @@ impl WriterBuilder {
             compact: self.compact,
             live_at_end: self.live_at_end,
             text_bytes: 0,
+            lines: 0,
+            first_cycle: self.start_cycle,
         };
         writer.update_window();
         writer
@@ -366,6 +374,10 @@ pub struct Writer<W: Write> {
     live_at_end: LiveAtEnd,
     /// Bytes handed to the sink so far: the stream position of `buf[0]`.
     text_bytes: u64,
+    /// Lines written so far (including those still in `buf`).
+    lines: u64,
+    /// The cycle of the header's `C=`.
+    first_cycle: i64,
 }
 
 impl<W: Write> fmt::Debug for Writer<W> {
@@ -495,13 +507,14 @@ impl<W: Write> Writer<W> {
         self.live.push(id);
         self.sync_cycle();
         encode::insn(&mut self.buf, id, sim_id, thread);
+        self.lines += 1;
         self.after_write()?;
         Ok(InsnId(id))
     }
 
-    /// Like [`begin`](Self::begin), for converters whose input ids may be negative: writes the
-    /// simulator id and thread id as given.
-    pub fn begin_signed(&mut self, sim_id: i64, thread: i64) -> Result<InsnId> {
+    /// Like [`begin`](Self::begin), for converters whose input ids may be negative or beyond
+    /// `i64`: writes the simulator id and thread id as given.
+    pub fn begin_signed(&mut self, sim_id: i128, thread: i64) -> Result<InsnId> {
         self.begin_with(sim_id, thread)
     }
 
@@ -592,6 +605,7 @@ impl<W: Write> Writer<W> {
             return pushed;
         }
         self.buf.push(b'\n');
+        self.lines += 1;
         self.after_write()
     }
 
@@ -628,6 +642,7 @@ impl<W: Write> Writer<W> {
             return pushed;
         }
         self.buf.push(b'\n');
+        self.lines += 1;
         let len = self.buf.len() - end;
         let at = (mark.pos - self.text_bytes) as usize;
         self.buf[at..].rotate_right(len);
@@ -662,8 +677,10 @@ impl<W: Write> Writer<W> {
         if let (Some(previous), false) = (previous, self.compact) {
             let previous = self.stages.name(previous).unwrap_or_default();
             encode::stage(&mut self.buf, b'E', insn.0, lane.get(), previous.as_bytes());
+            self.lines += 1;
         }
         encode::stage(&mut self.buf, b'S', insn.0, lane.get(), name.as_bytes());
+        self.lines += 1;
         self.after_write()
     }
 
@@ -686,6 +703,7 @@ impl<W: Write> Writer<W> {
         self.sync_cycle();
         let name = self.stages.name(stage).unwrap_or_default();
         encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+        self.lines += 1;
         self.after_write()
     }
 
@@ -758,6 +776,7 @@ impl<W: Write> Writer<W> {
             for (lane, stage) in state.open_stages() {
                 let name = self.stages.name(stage).unwrap_or_default();
                 encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+                self.lines += 1;
             }
         }
         if let Some(holdback) = self.holdback.as_mut() {
@@ -769,6 +788,7 @@ impl<W: Write> Writer<W> {
             });
         }
         encode::end_of_life(&mut self.buf, insn.0, retire_id, flushed);
+        self.lines += 1;
         if flushed {
             self.flushed += 1;
         } else {
@@ -804,6 +824,7 @@ impl<W: Write> Writer<W> {
         }
         self.sync_cycle();
         encode::dependency(&mut self.buf, consumer.0, producer.0, kind.0);
+        self.lines += 1;
         self.after_write()
     }
 
@@ -833,8 +854,10 @@ impl<W: Write> Writer<W> {
             flushed: self.flushed,
             left_open: self.live.len(),
             ended_at_finish: 0,
+            first_cycle: self.first_cycle,
             last_cycle: self.written_cycle,
             text_bytes: self.text_bytes + self.buf.len() as u64,
+            lines: self.lines,
         }
     }
 
@@ -873,6 +896,7 @@ impl<W: Write> Writer<W> {
             // cycle > written_cycle always holds: time only moves forward.
             let delta = self.cycle.wrapping_sub(self.written_cycle) as u64;
             encode::cycle_delta(&mut self.buf, delta);
+            self.lines += 1;
             self.written_cycle = self.cycle;
         }
     }
@@ -928,6 +952,8 @@ impl<W: Write> Writer<W> {
                 holdback.mark_cycle(self.text_bytes + self.buf.len() as u64, self.cycle);
             }
             encode::header(&mut self.buf, self.cycle);
+            self.lines += 2;
+            self.first_cycle = self.cycle;
             self.written_cycle = self.cycle;
         }
         self.watch_window = match self.window.phase {
@@ -945,6 +971,8 @@ impl<W: Write> Writer<W> {
         let last_cycle = match self.window.phase {
             Phase::Before => {
                 encode::header(&mut self.buf, self.cycle);
+                self.lines += 2;
+                self.first_cycle = self.cycle;
                 self.written_cycle = self.cycle;
                 self.cycle
             }

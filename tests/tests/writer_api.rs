@@ -971,7 +971,7 @@ fn the_summary_matches_the_trace() -> Result {
 fn begin_signed_writes_negative_sim_and_thread_ids_as_given() -> Result {
     let mut w = Writer::new(Vec::new());
     let a = w.begin_signed(-5, -1)?;
-    let b = w.begin_signed(i64::MIN, i64::MAX)?;
+    let b = w.begin_signed(i64::MIN.into(), i64::MAX)?;
     assert_eq!((a.file_id(), b.file_id()), (Some(0), Some(1)));
     let out = w.finish()?.output;
     assert_eq!(

@@ -602,9 +602,12 @@ impl Setup {
         builder
             .compact(self.compact)
             .start_cycle(self.start)
-            .late_labels(self.late)
             .compression(self.compression)
             .background(self.background);
+        // The model's `late == 0` means "no hold-back" (the builder's default).
+        if self.late > 0 {
+            builder.late_labels(self.late);
+        }
         if self.small_buffer {
             builder.buffer_size(1024);
         }
