@@ -18,6 +18,9 @@ Examples:
   kanata-pp trace.out -o trace.kanata.zst    convert a gem5 O3PipeView trace
   kanata-pp --check run.log                  validate only: exit 0 if it converts
   zcat run.log.gz | kanata-pp - -o - | less  stdin to stdout
+  kanata-pp -d out/ -j 4 --compress zstd traces/*.log
+                                             convert a folder: out/<name>.kanata.zst
+  kanata-pp --check --report json traces/*   validate many, one JSON object per input
 
 Exit codes: 0 converted, 1 input or I/O error (no output is left behind), 2 usage error.
 Repair rules (Q1-Q20) are described in docs/rules.md.";
@@ -27,13 +30,29 @@ Repair rules (Q1-Q20) are described in docs/rules.md.";
 #[derive(Debug, Parser)]
 #[command(name = "kanata-pp", version, after_help = EXAMPLES)]
 pub struct Cli {
-    /// The input trace: a path, or `-` for stdin. Plain, gzip or zstd (recognised by content).
-    #[arg(value_name = "INPUT")]
-    pub input: PathBuf,
+    /// The input traces: paths, or `-` for stdin. Plain, gzip or zstd (recognised by content).
+    #[arg(
+        value_name = "INPUT",
+        required_unless_present_any = ["generate_completions", "generate_man"]
+    )]
+    pub inputs: Vec<PathBuf>,
 
-    /// Output path, or `-` for stdout. Default: the input's name with `.kanata`.
-    #[arg(short, long, value_name = "PATH")]
+    /// Output path, or `-` for stdout. Default: the input's name with `.kanata`. One input only.
+    #[arg(short, long, value_name = "PATH", conflicts_with = "out_dir")]
     pub output: Option<PathBuf>,
+
+    /// Write each input's output to OUTDIR/<name>.kanata[.gz|.zst] (several inputs).
+    #[arg(short = 'd', long = "out-dir", value_name = "OUTDIR")]
+    pub out_dir: Option<PathBuf>,
+
+    /// Conversions to run at once (default: the number of cores).
+    #[arg(short, long, value_name = "N")]
+    pub jobs: Option<usize>,
+
+    /// How to report: `human` (repairs on stderr) or `json` (one object per input on stdout,
+    /// then a summary object).
+    #[arg(long, value_enum, value_name = "FORMAT", default_value = "human")]
+    pub report: ReportArg,
 
     /// Input format; detected from the content when not given.
     #[arg(long, value_enum, value_name = "FORMAT")]
@@ -103,9 +122,29 @@ pub struct Cli {
     #[arg(long)]
     pub deps: bool,
 
+    /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) and exit.
+    #[arg(long, value_name = "SHELL", hide = true, exclusive = true)]
+    pub generate_completions: Option<Shell>,
+
+    /// Print the man page (roff) and exit.
+    #[arg(long, hide = true, exclusive = true)]
+    pub generate_man: bool,
+
     /// Leave out the `E` lines Konata implies (drawn the same, smaller files).
     #[arg(long)]
     pub compact: bool,
+}
+
+/// The shells `--generate-completions` writes for.
+pub use clap_complete::Shell;
+
+/// `--report`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ReportArg {
+    /// Repairs and errors on stderr, for people.
+    Human,
+    /// One JSON object per input on stdout, then a summary object.
+    Json,
 }
 
 /// `--from`.
@@ -140,22 +179,29 @@ pub enum CloseOpenArg {
 }
 
 impl Cli {
-    /// The options this command line asks for.
-    pub fn options(&self) -> Result<Options, crate::Error> {
-        let compression = self.compress.map(|c| match c {
+    /// The output compression asked for with `--compress`.
+    pub fn compression(&self) -> Option<Compression> {
+        self.compress.map(|c| match c {
             CompressArg::None => Compression::None,
             CompressArg::Gzip => Compression::Gzip,
             CompressArg::Zstd => Compression::Zstd,
-        });
-        let destination = if self.check {
+        })
+    }
+
+    /// The options this command line asks for, with the destination of a single input.
+    pub fn options(&self) -> Result<Options, crate::Error> {
+        let compression = self.compression();
+        let single = &self.inputs[0];
+        let destination = if self.check || self.out_dir.is_some() || self.inputs.len() > 1 {
+            // Batch jobs get their own destinations.
             Destination::Check
         } else {
             match &self.output {
                 Some(path) if path.as_os_str() == "-" => Destination::Stdout,
                 Some(path) => Destination::Path(path.clone()),
-                None if self.input.as_os_str() == "-" => Destination::Stdout,
+                None if single.as_os_str() == "-" => Destination::Stdout,
                 None => Destination::Path(crate::convert::default_output(
-                    &self.input,
+                    single,
                     compression.unwrap_or_default(),
                 )?),
             }

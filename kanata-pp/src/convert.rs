@@ -48,6 +48,8 @@ pub struct Options {
     pub max_examples: usize,
     /// Show a progress bar (only ever drawn on a terminal).
     pub progress: bool,
+    /// The bars of a batch, drawn together.
+    pub(crate) progress_group: Option<indicatif::MultiProgress>,
 }
 
 impl Options {
@@ -63,6 +65,7 @@ impl Options {
             strict: false,
             max_examples: 5,
             progress: false,
+            progress_group: None,
         }
     }
 }
@@ -109,18 +112,9 @@ pub struct Report {
 /// assert!(default_output(Path::new("x.kanata"), Compression::None).is_err());
 /// ```
 pub fn default_output(input: &Path, compression: Compression) -> Result<PathBuf, Error> {
-    let name = input
-        .file_name()
-        .and_then(|n| n.to_str())
+    let stem = output_stem(input)
         .filter(|_| input.as_os_str() != "-")
         .ok_or_else(|| Error::new(ErrorKind::Usage, "give the output with -o"))?;
-    let mut stem = name;
-    for suffix in [".gz", ".zst"] {
-        stem = stem.strip_suffix(suffix).unwrap_or(stem);
-    }
-    if let Some(dot) = stem.rfind('.').filter(|&at| at > 0) {
-        stem = &stem[..dot];
-    }
     let suffix = match compression {
         Compression::None => "",
         Compression::Gzip => ".gz",
@@ -137,6 +131,19 @@ pub fn default_output(input: &Path, compression: Compression) -> Result<PathBuf,
         ));
     }
     Ok(output)
+}
+
+/// The input's file name without its compression suffix (`.gz`, `.zst`) and its format
+/// suffix (`.log`, `.out`, …): the name its output gets.
+pub fn output_stem(input: &Path) -> Option<&str> {
+    let mut stem = input.file_name()?.to_str()?;
+    for suffix in [".gz", ".zst"] {
+        stem = stem.strip_suffix(suffix).unwrap_or(stem);
+    }
+    if let Some(dot) = stem.rfind('.').filter(|&at| at > 0) {
+        stem = &stem[..dot];
+    }
+    Some(stem)
 }
 
 /// The output compression: the option, else the output's extension; an extension that
@@ -203,7 +210,12 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
         (None, Some(prefix)) => detect::detect(&detect::strip_prefix(&opened.head, prefix))?,
     };
     let mut diag = Diagnostics::new(options.max_examples, options.strict);
-    let mut progress = Progress::new(options.progress, opened.raw_len, name);
+    let mut progress = Progress::new(
+        options.progress,
+        opened.raw_len,
+        name,
+        options.progress_group.as_ref(),
+    );
     let raw_read = opened.raw_read.clone();
     progress.follow(raw_read.clone());
     let input_compression = opened.compression;

@@ -1,6 +1,8 @@
 //! kanata-pp: turns the Kanata logs real simulators write into canonical Kanata files that
 //! Konata draws exactly as the simulator meant, with zero warnings.
 
+pub mod app;
+pub mod batch;
 pub mod cli;
 pub mod convert;
 pub mod detect;
@@ -10,6 +12,7 @@ pub mod gem5;
 pub mod input;
 
 mod ids;
+mod json;
 mod kanata_parse;
 mod normalize;
 mod progress;

@@ -1,7 +1,7 @@
-//! The `kanata-pp` command: parses the command line, runs the conversion, prints the repairs
-//! and owns the exit code (0 ok, 1 input or I/O error, 2 usage error).
+//! The `kanata-pp` command: parses the command line, runs it, and owns the exit code: 0 when
+//! every input converted, 1 when an input or I/O error stopped one (nothing is left behind),
+//! 2 for usage errors. A closed output pipe (`kanata-pp … -o - | head`) is a normal end.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -9,26 +9,9 @@ use kanata_pp::cli::Cli;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    let result = cli
-        .options()
-        .and_then(|options| kanata_pp::convert(&cli.input, &options));
-    match result {
-        Ok(report) => {
-            if !cli.quiet {
-                let mut stderr = std::io::stderr().lock();
-                let _ = report.diagnostics.write_summary(&mut stderr, &report.input);
-                if cli.verbose {
-                    let s = &report.summary;
-                    let _ = writeln!(
-                        stderr,
-                        "{}: {} instructions ({} retired, {} flushed, {} open), {} lines in, {} bytes out, {:.2} s",
-                        report.input, s.instructions, s.retired, s.flushed, s.left_open,
-                        report.lines_in, report.bytes_out, report.seconds
-                    );
-                }
-            }
-            ExitCode::SUCCESS
-        }
+    match kanata_pp::app::run(&cli) {
+        Ok(outcome) if outcome.failed == 0 => ExitCode::SUCCESS,
+        Ok(_) => ExitCode::from(1),
         Err(err) if err.is_broken_pipe() => ExitCode::SUCCESS,
         Err(err) => {
             eprintln!("kanata-pp: {err}");

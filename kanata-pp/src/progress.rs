@@ -3,7 +3,27 @@
 
 use std::io::IsTerminal;
 
-use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+/// Whether progress may be drawn: stderr is a terminal, and this is not a CI job.
+pub(crate) fn on_terminal() -> bool {
+    std::io::stderr().is_terminal() && std::env::var_os("CI").is_none()
+}
+
+/// The bars of a batch: one per running file and one overall, or nothing off a terminal.
+pub(crate) fn batch_group(wanted: bool, files: usize) -> Option<(MultiProgress, ProgressBar)> {
+    if !wanted || !on_terminal() {
+        return None;
+    }
+    let group = MultiProgress::with_draw_target(ProgressDrawTarget::stderr());
+    let overall = group.add(ProgressBar::new(files as u64));
+    overall.set_style(
+        ProgressStyle::with_template("{prefix} {wide_bar} {pos}/{len} files ({elapsed})")
+            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+    );
+    overall.set_prefix("all");
+    Some((group, overall))
+}
 
 /// A progress bar over the raw input bytes, or nothing.
 pub(crate) struct Progress {
@@ -12,9 +32,13 @@ pub(crate) struct Progress {
 }
 
 impl Progress {
-    pub(crate) fn new(wanted: bool, len: Option<u64>, name: &str) -> Progress {
-        let on_terminal = std::io::stderr().is_terminal() && std::env::var_os("CI").is_none();
-        if !wanted || !on_terminal {
+    pub(crate) fn new(
+        wanted: bool,
+        len: Option<u64>,
+        name: &str,
+        group: Option<&MultiProgress>,
+    ) -> Progress {
+        if !wanted || !on_terminal() {
             return Progress {
                 bar: None,
                 raw_read: None,
@@ -30,6 +54,10 @@ impl Progress {
         .unwrap_or_else(|_| ProgressStyle::default_bar());
         bar.set_style(style);
         bar.set_prefix(name.to_owned());
+        let bar = match group {
+            Some(group) => group.add(bar),
+            None => bar,
+        };
         Progress {
             bar: Some(bar),
             raw_read: None,

@@ -1,0 +1,261 @@
+//! What the `kanata-pp` command does with a parsed command line: one conversion or a batch,
+//! and the reports on stderr (for people) or stdout (JSON, for tools). `main` only maps the
+//! outcome to an exit code.
+
+use std::io::{self, Write};
+use std::path::PathBuf;
+
+use crate::batch::{self, Job};
+use crate::cli::{Cli, ReportArg};
+use crate::convert::{compression_name, convert, Destination, Report};
+use crate::error::{Error, ErrorKind};
+use crate::json::JsonObject;
+
+/// What a run ended with: how many inputs failed, or a usage error.
+#[derive(Debug)]
+pub struct Outcome {
+    /// Inputs that could not be converted.
+    pub failed: usize,
+    /// Inputs in all.
+    pub inputs: usize,
+}
+
+/// Runs the command line. `Err` is a usage error (or a single input's error), reported by
+/// the caller; batch failures are reported here and counted in the outcome.
+pub fn run(cli: &Cli) -> Result<Outcome, Error> {
+    if let Some(shell) = cli.generate_completions {
+        let mut command = <Cli as clap::CommandFactory>::command();
+        clap_complete::generate(shell, &mut command, "kanata-pp", &mut io::stdout());
+        return Ok(Outcome {
+            failed: 0,
+            inputs: 0,
+        });
+    }
+    if cli.generate_man {
+        let command = <Cli as clap::CommandFactory>::command();
+        clap_mangen::Man::new(command).render(&mut io::stdout())?;
+        return Ok(Outcome {
+            failed: 0,
+            inputs: 0,
+        });
+    }
+    let options = cli.options()?;
+    let batch = cli.out_dir.is_some() || cli.inputs.len() > 1;
+    if cli.output.is_some() && cli.inputs.len() > 1 {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "-o takes one input; use -d OUTDIR for several",
+        ));
+    }
+    if batch && !cli.check && cli.out_dir.is_none() {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "several inputs need -d OUTDIR (or --check)",
+        ));
+    }
+    if cli.inputs.iter().filter(|i| i.as_os_str() == "-").count() > usize::from(!batch) {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "stdin (`-`) can only be read as the one input",
+        ));
+    }
+    let json = cli.report == ReportArg::Json;
+    if json && options.destination == Destination::Stdout {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "--report json writes to stdout: give the output with -o",
+        ));
+    }
+    if !batch {
+        let input = &cli.inputs[0];
+        let result = convert(input, &options);
+        if json {
+            print_json(&[input.clone()], std::slice::from_ref(&result));
+        } else if let Ok(report) = &result {
+            print_human(cli, report);
+        }
+        return result.map(|_| Outcome {
+            failed: 0,
+            inputs: 1,
+        });
+    }
+
+    let out_dir = if cli.check {
+        None
+    } else {
+        cli.out_dir.as_deref()
+    };
+    let compression = cli.compression().unwrap_or_default();
+    let jobs: Vec<Job> = batch::plan(&cli.inputs, out_dir, compression)?;
+    if let Some(dir) = out_dir {
+        std::fs::create_dir_all(dir).map_err(|err| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot create {}: {err}", dir.display()),
+            )
+        })?;
+    }
+    let threads = cli
+        .jobs
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    let mut batch_options = options.clone();
+    batch_options.compression = Some(compression);
+    let mut done = |index: usize, result: &Result<Report, Error>| {
+        if json {
+            let _ = writeln!(io::stdout(), "{}", file_json(&cli.inputs[index], result));
+        } else {
+            match result {
+                Ok(report) => print_human(cli, report),
+                Err(err) => eprintln!("kanata-pp: {err}"),
+            }
+        }
+    };
+    let results = batch::run(&jobs, &batch_options, threads, &mut done);
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    let totals = Totals::of(&results);
+    if json {
+        let _ = writeln!(io::stdout(), "{}", totals.json(results.len(), failed));
+    } else if !cli.quiet {
+        eprintln!(
+            "kanata-pp: {} converted, {failed} failed, {} repairs, {} bytes in, {} bytes out",
+            results.len() - failed,
+            totals.repairs,
+            totals.bytes_in,
+            totals.bytes_out
+        );
+    }
+    Ok(Outcome {
+        failed,
+        inputs: results.len(),
+    })
+}
+
+/// The repairs of one conversion on stderr, unless `-q`.
+fn print_human(cli: &Cli, report: &Report) {
+    if cli.quiet {
+        return;
+    }
+    let mut stderr = io::stderr().lock();
+    let _ = report.diagnostics.write_summary(&mut stderr, &report.input);
+    if cli.verbose {
+        let s = &report.summary;
+        let _ = writeln!(
+            stderr,
+            "{}: {} instructions ({} retired, {} flushed, {} open), {} lines in, {} lines out, \
+             {} bytes out, {:.2} s",
+            report.input,
+            s.instructions,
+            s.retired,
+            s.flushed,
+            s.left_open,
+            report.lines_in,
+            s.lines,
+            report.bytes_out,
+            report.seconds
+        );
+    }
+}
+
+fn print_json(inputs: &[PathBuf], results: &[Result<Report, Error>]) {
+    let mut stdout = io::stdout().lock();
+    for (input, result) in inputs.iter().zip(results) {
+        let _ = writeln!(stdout, "{}", file_json(input, result));
+    }
+    let failed = results.iter().filter(|r| r.is_err()).count();
+    let _ = writeln!(
+        stdout,
+        "{}",
+        Totals::of(results).json(results.len(), failed)
+    );
+}
+
+/// The JSON object of one input (field names documented in the README).
+pub fn file_json(input: &std::path::Path, result: &Result<Report, Error>) -> String {
+    let mut o = JsonObject::new();
+    o.string("type", "file")
+        .string("input", &input.display().to_string());
+    match result {
+        Ok(report) => {
+            let s = &report.summary;
+            let mut repairs = JsonObject::new();
+            for (rule, rule_report) in report.diagnostics.rules() {
+                repairs.int(rule.id(), rule_report.count);
+            }
+            o.opt_string(
+                "output",
+                report
+                    .output
+                    .as_ref()
+                    .map(|p| p.display().to_string())
+                    .as_deref(),
+            )
+            .string("format", report.format.name())
+            .string("input_compression", report.input_compression.name())
+            .string(
+                "output_compression",
+                compression_name(report.output_compression),
+            )
+            .string("status", "ok")
+            .null("error")
+            .null("error_line")
+            .int("instructions", s.instructions)
+            .int("retired", s.retired)
+            .int("flushed", s.flushed)
+            .int("open", s.left_open)
+            .int("first_cycle", s.first_cycle)
+            .int("last_cycle", s.last_cycle)
+            .int("repairs_total", report.diagnostics.total())
+            .object("repairs", repairs)
+            .int("bytes_in", report.bytes_in)
+            .int("bytes_out", report.bytes_out)
+            .int("lines_in", report.lines_in)
+            .int("lines_out", s.lines)
+            .float("seconds", report.seconds);
+        }
+        Err(err) => {
+            o.null("output")
+                .null("format")
+                .null("input_compression")
+                .null("output_compression")
+                .string("status", "failed")
+                .string("error", &err.to_string())
+                .opt_int("error_line", err.line());
+        }
+    }
+    o.finish()
+}
+
+/// Sums over a batch.
+#[derive(Default)]
+struct Totals {
+    repairs: u64,
+    bytes_in: u64,
+    bytes_out: u64,
+    seconds: f64,
+}
+
+impl Totals {
+    fn of(results: &[Result<Report, Error>]) -> Totals {
+        let mut totals = Totals::default();
+        for report in results.iter().flatten() {
+            totals.repairs += report.diagnostics.total();
+            totals.bytes_in += report.bytes_in;
+            totals.bytes_out += report.bytes_out;
+            totals.seconds += report.seconds;
+        }
+        totals
+    }
+
+    fn json(&self, inputs: usize, failed: usize) -> String {
+        let mut o = JsonObject::new();
+        o.string("type", "summary")
+            .int("inputs", inputs as u64)
+            .int("converted", (inputs - failed) as u64)
+            .int("failed", failed as u64)
+            .int("repairs_total", self.repairs)
+            .int("bytes_in", self.bytes_in)
+            .int("bytes_out", self.bytes_out)
+            .float("seconds", self.seconds);
+        o.finish()
+    }
+}
