@@ -70,7 +70,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Error> {
         let input = &cli.inputs[0];
         let result = convert(input, &options);
         if json {
-            print_json(&[input.clone()], std::slice::from_ref(&result));
+            print_json(std::slice::from_ref(input), std::slice::from_ref(&result));
         } else if let Ok(report) = &result {
             print_human(cli, report);
         }
