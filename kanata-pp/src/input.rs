@@ -128,7 +128,6 @@ pub(crate) struct Lines<R> {
     eof: bool,
     /// Number of the line last returned (1-based).
     pub(crate) number: u64,
-    had_cr: bool,
     /// Whether the last line had no line end.
     pub(crate) unterminated: bool,
 }
@@ -144,7 +143,6 @@ impl<R: Read> Lines<R> {
             end: 0,
             eof: false,
             number: 0,
-            had_cr: false,
             unterminated: false,
         }
     }
@@ -153,42 +151,25 @@ impl<R: Read> Lines<R> {
     /// whether it ended in CR LF; `None` at the end.
     pub(crate) fn next_line(&mut self) -> io::Result<Option<(u64, bool, &[u8])>> {
         loop {
-            if let Some(n) = memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
-                let line_start = self.start;
-                let mut line_end = line_start + n;
-                self.start = line_end + 1;
-                self.number += 1;
-                self.had_cr = line_end > line_start && self.buf[line_end - 1] == b'\r';
-                if self.had_cr {
-                    line_end -= 1;
+            let (line_end, next) = match memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+                Some(n) => (self.start + n, self.start + n + 1),
+                None if self.eof && self.start < self.end => {
+                    // The last line has no LF.
+                    self.unterminated = true;
+                    (self.end, self.end)
                 }
-                return Ok(Some((
-                    self.number,
-                    self.had_cr,
-                    &self.buf[line_start..line_end],
-                )));
-            }
-            if self.eof {
-                if self.start == self.end {
-                    return Ok(None);
+                None if self.eof => return Ok(None),
+                None => {
+                    self.refill()?;
+                    continue;
                 }
-                // The last line has no LF.
-                self.unterminated = true;
-                let line_start = self.start;
-                let mut line_end = self.end;
-                self.start = self.end;
-                self.number += 1;
-                self.had_cr = self.buf[line_end - 1] == b'\r';
-                if self.had_cr {
-                    line_end -= 1;
-                }
-                return Ok(Some((
-                    self.number,
-                    self.had_cr,
-                    &self.buf[line_start..line_end],
-                )));
-            }
-            self.refill()?;
+            };
+            let line_start = self.start;
+            self.start = next;
+            self.number += 1;
+            let had_cr = line_end > line_start && self.buf[line_end - 1] == b'\r';
+            let line = &self.buf[line_start..line_end - usize::from(had_cr)];
+            return Ok(Some((self.number, had_cr, line)));
         }
     }
 
