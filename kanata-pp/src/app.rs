@@ -130,8 +130,12 @@ pub fn run(cli: &Cli) -> Result<Outcome, Error> {
     })
 }
 
-/// The repairs of one conversion on stderr, unless `-q`.
+/// The statistics of one conversion on stdout (they are what was asked for), and its
+/// repairs on stderr unless `-q`.
 fn print_human(cli: &Cli, report: &Report) {
+    if let Some(stats) = &report.stats {
+        let _ = stats.write_table(&mut io::stdout(), &report.input);
+    }
     if cli.quiet {
         return;
     }
@@ -211,6 +215,9 @@ pub fn file_json(input: &std::path::Path, result: &Result<Report, Error>) -> Str
             .int("lines_in", report.lines_in)
             .int("lines_out", s.lines)
             .float("seconds", report.seconds);
+            if let Some(stats) = &report.stats {
+                o.raw("stats", &stats.to_json());
+            }
         }
         Err(err) => {
             o.null("output")

@@ -70,6 +70,11 @@ pub struct Cli {
     #[arg(long)]
     pub check: bool,
 
+    /// Print the trace's statistics (instructions, flush rate, IPC per thread, stage
+    /// residencies): a table, or JSON with `--report json`. Writes no trace unless -o or -d.
+    #[arg(long)]
+    pub stats: bool,
+
     /// Treat any repair as an error.
     #[arg(long)]
     pub strict: bool,
@@ -192,20 +197,22 @@ impl Cli {
     pub fn options(&self) -> Result<Options, crate::Error> {
         let compression = self.compression();
         let single = &self.inputs[0];
-        let destination = if self.check || self.out_dir.is_some() || self.inputs.len() > 1 {
-            // Batch jobs get their own destinations.
-            Destination::Check
-        } else {
-            match &self.output {
-                Some(path) if path.as_os_str() == "-" => Destination::Stdout,
-                Some(path) => Destination::Path(path.clone()),
-                None if single.as_os_str() == "-" => Destination::Stdout,
-                None => Destination::Path(crate::convert::default_output(
-                    single,
-                    compression.unwrap_or_default(),
-                )?),
-            }
-        };
+        let stats_only = self.stats && self.output.is_none() && self.out_dir.is_none();
+        let destination =
+            if self.check || stats_only || self.out_dir.is_some() || self.inputs.len() > 1 {
+                // Batch jobs get their own destinations.
+                Destination::Check
+            } else {
+                match &self.output {
+                    Some(path) if path.as_os_str() == "-" => Destination::Stdout,
+                    Some(path) => Destination::Path(path.clone()),
+                    None if single.as_os_str() == "-" => Destination::Stdout,
+                    None => Destination::Path(crate::convert::default_output(
+                        single,
+                        compression.unwrap_or_default(),
+                    )?),
+                }
+            };
         let mut options = Options::new(destination);
         options.from = self.from.map(|f| match f {
             FromArg::Kanata => Format::Kanata,
@@ -215,6 +222,7 @@ impl Cli {
         options.compression = compression;
         options.level = self.level;
         options.strict = self.strict;
+        options.stats = self.stats;
         options.max_examples = if self.verbose { usize::MAX } else { 5 };
         options.progress = !self.no_progress && !self.quiet;
         options.gem5 = Gem5Options {

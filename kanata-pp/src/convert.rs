@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use kanata_writer::{Compression, Summary, WriterBuilder};
+use kanata_writer::{CompressWriter, Compression, Finished, Summary, WriterBuilder};
 
 use crate::detect::{self, Format};
 use crate::diag::Diagnostics;
@@ -14,6 +14,7 @@ use crate::gem5::Gem5Options;
 use crate::input::{self, InputCompression, Lines};
 use crate::normalize::{KanataNormalizer, Repairs};
 use crate::progress::Progress;
+use crate::stats::{StatsSink, TraceStats};
 
 /// Where the converted trace goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -48,6 +49,8 @@ pub struct Options {
     pub max_examples: usize,
     /// Show a progress bar (only ever drawn on a terminal).
     pub progress: bool,
+    /// Compute the trace's statistics ([`Report::stats`]).
+    pub stats: bool,
     /// The bars of a batch, drawn together.
     pub(crate) progress_group: Option<indicatif::MultiProgress>,
 }
@@ -65,6 +68,7 @@ impl Options {
             strict: false,
             max_examples: 5,
             progress: false,
+            stats: false,
             progress_group: None,
         }
     }
@@ -96,6 +100,8 @@ pub struct Report {
     pub bytes_out: u64,
     /// Wall time.
     pub seconds: f64,
+    /// The trace's statistics, when asked for.
+    pub stats: Option<TraceStats>,
 }
 
 /// The output name used when none is given: the input's name with its compression suffix and
@@ -220,19 +226,20 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
     progress.follow(raw_read.clone());
     let input_compression = opened.compression;
 
-    let (summary, lines_in, output, bytes_out) = match &options.destination {
+    let (summary, lines_in, output, bytes_out, stats) = match &options.destination {
         Destination::Check => {
             builder.compression(Compression::None);
-            let (summary, lines) = run(
+            let (summary, lines, stats) = run_to(
                 format,
                 opened.reader,
                 builder,
                 io::sink(),
+                Compression::None,
                 options,
                 &mut diag,
                 &progress,
             )?;
-            (summary, lines, None, 0)
+            (summary, lines, None, 0, stats)
         }
         Destination::Stdout => {
             if compression != Compression::None && io::IsTerminal::is_terminal(&io::stdout()) {
@@ -242,16 +249,17 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
                 ));
             }
             builder.background(true);
-            let (summary, lines) = run(
+            let (summary, lines, stats) = run_to(
                 format,
                 opened.reader,
                 builder,
                 io::stdout(),
+                compression,
                 options,
                 &mut diag,
                 &progress,
             )?;
-            (summary, lines, None, 0)
+            (summary, lines, None, 0, stats)
         }
         Destination::Path(path) => {
             builder.background(true);
@@ -277,11 +285,12 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
             let file = temp.reopen()?;
             // On any error `temp` is dropped here, which deletes it: no partial output, and
             // an existing file at `path` stays as it was.
-            let (summary, lines) = run(
+            let (summary, lines, stats) = run_to(
                 format,
                 opened.reader,
                 builder,
                 file,
+                compression,
                 options,
                 &mut diag,
                 &progress,
@@ -293,7 +302,7 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
                     format!("cannot write {}: {}", path.display(), err.error),
                 )
             })?;
-            (summary, lines, Some(path.clone()), bytes_out)
+            (summary, lines, Some(path.clone()), bytes_out, stats)
         }
     };
     progress.finish();
@@ -309,7 +318,34 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
         lines_in,
         bytes_out,
         seconds: started.elapsed().as_secs_f64(),
+        stats,
     })
+}
+
+/// Runs the conversion into `output`; with `--stats`, the statistics are taken from the
+/// uncompressed text on its way to the compressor, on the writer's background thread.
+#[allow(clippy::too_many_arguments)]
+fn run_to<O: Write + Send + 'static>(
+    format: Format,
+    reader: Box<dyn io::Read + Send>,
+    mut builder: WriterBuilder,
+    output: O,
+    compression: Compression,
+    options: &Options,
+    diag: &mut Diagnostics,
+    progress: &Progress,
+) -> Result<(Summary, u64, Option<TraceStats>), Error> {
+    if !options.stats {
+        let (finished, lines) = run(format, reader, builder, output, options, diag, progress)?;
+        return Ok((finished.summary, lines, None));
+    }
+    builder.compression(Compression::None);
+    let sink = StatsSink::new(CompressWriter::new(output, compression, options.level)?);
+    let (finished, lines) = run(format, reader, builder, sink, options, diag, progress)?;
+    let summary = finished.summary;
+    let (compressed, stats) = finished.output.into_parts();
+    compressed.finish()?.flush()?;
+    Ok((summary, lines, Some(stats)))
 }
 
 /// Reads every line of `reader` into the normalizer for `format`.
@@ -321,8 +357,8 @@ fn run<W: Write + Send + 'static>(
     options: &Options,
     diag: &mut Diagnostics,
     progress: &Progress,
-) -> Result<(Summary, u64), Error> {
-    let mut converter: Box<dyn Converter> = match format {
+) -> Result<(Finished<W>, u64), Error> {
+    let mut converter: Box<dyn Converter<W>> = match format {
         Format::Kanata => Box::new(KanataNormalizer::new(
             builder,
             output,
@@ -374,7 +410,7 @@ fn run<W: Write + Send + 'static>(
             "no line end after the last line".to_owned()
         });
     }
-    let summary = converter.finish(diag)?;
+    let finished = converter.finish(diag)?;
     if let Some((rule, example)) = diag.strict_violation() {
         let error = Error::new(
             ErrorKind::Strict,
@@ -385,14 +421,14 @@ fn run<W: Write + Send + 'static>(
             line => error.with_line(line),
         });
     }
-    Ok((summary, lines.number))
+    Ok((finished, lines.number))
 }
 
 /// One input format's reader: takes the input line by line and writes the trace.
-pub(crate) trait Converter {
+pub(crate) trait Converter<W> {
     /// Reads one line (without its line end); `lineno` is 1-based.
     fn line(&mut self, line: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error>;
 
     /// Ends the input: writes what is left and finishes the output.
-    fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Summary, Error>;
+    fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Finished<W>, Error>;
 }

@@ -87,6 +87,27 @@ impl JsonObject {
         self
     }
 
+    /// `"key": [<object>, …]`.
+    pub fn array(&mut self, key: &str, items: Vec<JsonObject>) -> &mut JsonObject {
+        self.key(key);
+        self.text.push('[');
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                self.text.push(',');
+            }
+            self.text.push_str(&item.finish());
+        }
+        self.text.push(']');
+        self
+    }
+
+    /// `"key": <text>`, where `text` is already JSON.
+    pub fn raw(&mut self, key: &str, json: &str) -> &mut JsonObject {
+        self.key(key);
+        self.text.push_str(json);
+        self
+    }
+
     /// The object's text.
     pub fn finish(mut self) -> String {
         self.text.push('}');

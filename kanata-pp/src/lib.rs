@@ -10,6 +10,7 @@ pub mod diag;
 pub mod error;
 pub mod gem5;
 pub mod input;
+pub mod stats;
 
 mod ids;
 mod json;
@@ -23,3 +24,4 @@ pub use diag::{Diagnostics, Rule};
 pub use error::{Error, ErrorKind};
 pub use gem5::Gem5Options;
 pub use normalize::{CloseOpen, Repairs};
+pub use stats::{StageStats, StatsSink, ThreadStats, TraceStats};

@@ -13,7 +13,7 @@ use std::borrow::Cow;
 use std::hash::{BuildHasher, BuildHasherDefault};
 use std::io::Write;
 
-use kanata_writer::{DepKind, ErrorKind as WriterErrorKind, LabelKind, Lane, Stage, Summary};
+use kanata_writer::{DepKind, ErrorKind as WriterErrorKind, Finished, LabelKind, Lane, Stage};
 use kanata_writer::{Writer, WriterBuilder};
 
 use crate::diag::{Diagnostics, Rule};
@@ -884,7 +884,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     }
 
     /// Ends the trace; returns what it holds.
-    fn end(mut self, diag: &mut Diagnostics) -> Result<Summary, Error> {
+    fn end(mut self, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
         if self.phase == Phase::BeforeHeader {
             return Err(Error::new(
                 crate::error::ErrorKind::Input,
@@ -935,7 +935,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             }
         }
         let writer = self.writer.take().expect("made above");
-        Ok(writer.finish()?.summary)
+        Ok(writer.finish()?)
     }
 }
 
@@ -954,12 +954,12 @@ pub(crate) fn shorten(line: &[u8]) -> String {
     }
 }
 
-impl<W: Write + Send + 'static> crate::convert::Converter for KanataNormalizer<W> {
+impl<W: Write + Send + 'static> crate::convert::Converter<W> for KanataNormalizer<W> {
     fn line(&mut self, line: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
         self.read_line(line, lineno, diag)
     }
 
-    fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Summary, Error> {
+    fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
         (*self).end(diag)
     }
 }

@@ -49,7 +49,7 @@ mod window;
 mod writer;
 
 pub use error::{Error, ErrorKind, Result};
-pub use sink::Compression;
+pub use sink::{CompressWriter, Compression};
 pub use stage::{Lane, Stage};
 pub use window::Window;
 pub use writer::{DepKind, Finished, InsnId, LabelKind, LiveAtEnd, Summary, Writer, WriterBuilder};

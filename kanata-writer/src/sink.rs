@@ -160,6 +160,54 @@ impl<W: Write> Encoder<W> {
     }
 }
 
+/// A compressing [`Write`]r, for callers that sit between the trace text and the file (a
+/// statistics pass, for example) and compress behind it. It compresses exactly as the
+/// writer's own output does, so the bytes are the same whatever the writes' sizes.
+///
+/// ```
+/// use std::io::Write;
+/// use kanata_writer::{CompressWriter, Compression};
+/// let mut w = CompressWriter::new(Vec::new(), Compression::Zstd, None)?;
+/// w.write_all(b"Kanata\t0004\nC=\t0\n")?;
+/// let zst = w.finish()?;
+/// assert_eq!(zstd::decode_all(&zst[..])?, b"Kanata\t0004\nC=\t0\n");
+/// # Ok::<(), std::io::Error>(())
+/// ```
+pub struct CompressWriter<W: Write> {
+    encoder: Encoder<W>,
+}
+
+impl<W: Write> CompressWriter<W> {
+    /// Compresses into `inner`; `level` `None` is the compression's default.
+    pub fn new(inner: W, compression: Compression, level: Option<i32>) -> io::Result<Self> {
+        let level = level.unwrap_or(compression.default_level());
+        compression
+            .check_level(level)
+            .map_err(|err| io::Error::new(io::ErrorKind::InvalidInput, err.to_string()))?;
+        Ok(CompressWriter {
+            encoder: Encoder::new(inner, compression, level)?,
+        })
+    }
+
+    /// Ends the compressed stream and gives back the writer.
+    pub fn finish(self) -> io::Result<W> {
+        self.encoder.finish()
+    }
+}
+
+impl<W: Write> Write for CompressWriter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.encoder.write_all(buf)?;
+        Ok(buf.len())
+    }
+
+    /// Does nothing: flushing a compressor early would change its output; `finish` ends the
+    /// stream.
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
 /// The encoder, inline or on its own thread.
 pub(crate) enum Sink<W: Write> {
     Inline(Encoder<W>),
