@@ -3,7 +3,7 @@
 
 use std::io::Write;
 
-use kanata_writer::{Summary, Writer, WriterBuilder};
+use kanata_writer::{Finished, Writer, WriterBuilder};
 
 use crate::convert::Converter;
 use crate::diag::Diagnostics;
@@ -51,7 +51,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     }
 }
 
-impl<W: Write + Send + 'static> Converter for Gem5Converter<W> {
+impl<W: Write + Send + 'static> Converter<W> for Gem5Converter<W> {
     fn line(&mut self, _line: &[u8], _lineno: u64, _diag: &mut Diagnostics) -> Result<(), Error> {
         let _ = (&mut self.writer, &self.options);
         Err(Error::new(
@@ -60,7 +60,7 @@ impl<W: Write + Send + 'static> Converter for Gem5Converter<W> {
         ))
     }
 
-    fn finish(self: Box<Self>, _diag: &mut Diagnostics) -> Result<Summary, Error> {
-        Ok(self.writer.finish()?.summary)
+    fn finish(self: Box<Self>, _diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
+        Ok(self.writer.finish()?)
     }
 }
