@@ -494,7 +494,7 @@ impl<W: Write> Writer<W> {
     }
 
     #[inline]
-    fn begin_with<S: itoa::Integer, T: itoa::Integer>(
+    fn begin_with<S: encode::Int + itoa::Integer, T: encode::Int + itoa::Integer>(
         &mut self,
         sim_id: S,
         thread: T,
@@ -758,7 +758,7 @@ impl<W: Write> Writer<W> {
 
     /// Writes the end of `insn`'s life; false if it is untraced.
     #[inline]
-    fn end_of_life<R: itoa::Integer>(
+    fn end_of_life<R: encode::Int + itoa::Integer>(
         &mut self,
         insn: InsnId,
         retire_id: R,
