@@ -86,6 +86,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Error> {
         cli.out_dir.as_deref()
     };
     let compression = cli.compression().unwrap_or_default();
+    crate::convert::check_level(compression, cli.level)?;
     let jobs: Vec<Job> = batch::plan(&cli.inputs, out_dir, compression)?;
     if let Some(dir) = out_dir {
         std::fs::create_dir_all(dir).map_err(|err| {
@@ -227,6 +228,24 @@ pub fn file_json(input: &std::path::Path, result: &Result<Report, Error>) -> Str
                 .string("status", "failed")
                 .string("error", &err.to_string())
                 .opt_int("error_line", err.line());
+            // The same keys as a success, so that tools can read every object alike.
+            for key in [
+                "instructions",
+                "retired",
+                "flushed",
+                "open",
+                "first_cycle",
+                "last_cycle",
+                "repairs_total",
+                "repairs",
+                "bytes_in",
+                "bytes_out",
+                "lines_in",
+                "lines_out",
+                "seconds",
+            ] {
+                o.null(key);
+            }
         }
     }
     o.finish()

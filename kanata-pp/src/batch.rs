@@ -152,11 +152,33 @@ pub fn run(
         .collect()
 }
 
-/// Whether two paths name the same file (lexically, or as resolved when both exist).
-fn is_same_file(a: &Path, b: &Path) -> bool {
-    a == b
-        || matches!(
-            (std::fs::canonicalize(a), std::fs::canonicalize(b)),
-            (Ok(a), Ok(b)) if a == b
-        )
+/// Whether two paths name the same file, even through folders not made yet
+/// (`new/../x.log` is `x.log`).
+pub(crate) fn is_same_file(a: &Path, b: &Path) -> bool {
+    a == b || matches!((resolve(a), resolve(b)), (Some(a), Some(b)) if a == b)
+}
+
+/// `path` made absolute: its longest existing prefix resolved by the file system (links
+/// included), the rest, which cannot hold links yet, resolved by hand.
+fn resolve(path: &Path) -> Option<PathBuf> {
+    let mut existing = std::path::absolute(path).ok()?;
+    // The components after `existing`, last first.
+    let mut rest = Vec::new();
+    let mut resolved = loop {
+        if let Ok(resolved) = std::fs::canonicalize(&existing) {
+            break resolved;
+        }
+        rest.push(existing.components().next_back()?.as_os_str().to_owned());
+        if !existing.pop() {
+            return None;
+        }
+    };
+    for part in rest.iter().rev() {
+        if part == ".." {
+            resolved.pop();
+        } else if part != "." {
+            resolved.push(part);
+        }
+    }
+    Some(resolved)
 }

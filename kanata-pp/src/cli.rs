@@ -41,7 +41,7 @@ pub struct Cli {
     #[arg(short, long, value_name = "PATH", conflicts_with = "out_dir")]
     pub output: Option<PathBuf>,
 
-    /// Write each input's output to OUTDIR/<name>.kanata[.gz|.zst] (several inputs).
+    /// Write each input's output to `OUTDIR/<name>.kanata[.gz|.zst]` (several inputs).
     #[arg(short = 'd', long = "out-dir", value_name = "OUTDIR")]
     pub out_dir: Option<PathBuf>,
 

@@ -152,6 +152,14 @@ pub fn output_stem(input: &Path) -> Option<&str> {
     Some(stem)
 }
 
+/// Checks a compression level before any work: out of range is a usage error.
+pub fn check_level(compression: Compression, level: Option<i32>) -> Result<(), Error> {
+    match CompressWriter::new(io::sink(), compression, level) {
+        Ok(_) => Ok(()),
+        Err(err) => Err(Error::new(ErrorKind::Usage, err.to_string())),
+    }
+}
+
 /// The output compression: the option, else the output's extension; an extension that
 /// contradicts the option is a usage error, because Konata opens files by extension.
 fn output_compression(options: &Options) -> Result<Compression, Error> {
@@ -200,12 +208,19 @@ pub fn convert(input: &Path, options: &Options) -> Result<Report, Error> {
 fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, Error> {
     let started = Instant::now();
     let compression = output_compression(options)?;
-    // Check the level before reading anything.
+    check_level(compression, options.level)?;
     let mut builder = WriterBuilder::new();
     builder.compression(compression);
     if let Some(level) = options.level {
         builder.level(level);
-        builder.from_writer(io::sink())?.finish()?;
+    }
+    if let Destination::Path(output) = &options.destination {
+        if crate::batch::is_same_file(output, input) {
+            return Err(Error::new(
+                ErrorKind::Usage,
+                format!("the output {} is the input", output.display()),
+            ));
+        }
     }
     let opened = input::open(input)
         .map_err(|err| Error::new(ErrorKind::Io, format!("cannot read: {err}")))?;
