@@ -374,11 +374,11 @@ fn run<W: Write + Send + 'static>(
     progress: &Progress,
 ) -> Result<(Finished<W>, u64), Error> {
     let mut converter: Box<dyn Converter<W>> = match format {
-        Format::Kanata => Box::new(KanataNormalizer::new(
-            builder,
-            output,
-            options.repairs.clone(),
-        )),
+        Format::Kanata => {
+            let normalizer = KanataNormalizer::new(builder, output, options.repairs.clone());
+            let prefix = options.repairs.strip_prefix.clone();
+            return crate::kanata_read::run(reader, normalizer, prefix, diag, progress);
+        }
         Format::Gem5 => Box::new(crate::gem5::Gem5Converter::new(
             builder,
             output,
@@ -393,7 +393,7 @@ fn run<W: Write + Send + 'static>(
     };
     let mut lines = Lines::new(reader);
     loop {
-        let (number, had_cr, line) = match lines.next_line() {
+        let (number, _, line) = match lines.next_line() {
             Ok(Some(line)) => line,
             Ok(None) => break,
             Err(err) => {
@@ -404,37 +404,16 @@ fn run<W: Write + Send + 'static>(
             }
         };
         converter.line(line, number, diag)?;
-        if had_cr && format == Format::Kanata {
-            diag.report(crate::diag::Rule::Q3, number, || {
-                "CR LF line end".to_owned()
-            });
-        }
-        if let Some((rule, example)) = diag.strict_violation() {
-            return Err(Error::new(
-                ErrorKind::Strict,
-                format!("--strict: {rule}: {}", example.message),
-            )
-            .with_line(example.line));
+        if let Some(error) = crate::kanata_read::strict_error(diag) {
+            return Err(error);
         }
         if number % 65_536 == 0 {
             progress.update();
         }
     }
-    if lines.unterminated && format == Format::Kanata {
-        diag.report(crate::diag::Rule::Q3, lines.number, || {
-            "no line end after the last line".to_owned()
-        });
-    }
     let finished = converter.finish(diag)?;
-    if let Some((rule, example)) = diag.strict_violation() {
-        let error = Error::new(
-            ErrorKind::Strict,
-            format!("--strict: {rule}: {}", example.message),
-        );
-        return Err(match example.line {
-            0 => error,
-            line => error.with_line(line),
-        });
+    if let Some(error) = crate::kanata_read::strict_error(diag) {
+        return Err(error);
     }
     Ok((finished, lines.number))
 }

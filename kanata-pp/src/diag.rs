@@ -49,6 +49,21 @@ pub enum Rule {
     Q19,
     /// Q20: a lane written other than as a plain decimal.
     Q20,
+    /// G1 (gem5): a record that comes too late to be placed (its sequence number or fetch
+    /// cycle is before what was already written; `--window`), dropped.
+    G1,
+    /// G2 (gem5): a sequence number used twice (several CPUs in one trace), both kept.
+    G2,
+    /// G3 (gem5): a tick between two clock edges, rounded down to its cycle.
+    G3,
+    /// G4 (gem5): a record without its retire line (truncated), left open.
+    G4,
+    /// G5 (gem5): a malformed, unknown or orphan O3PipeView line, dropped.
+    G5,
+    /// G6 (gem5): a retire tick before the last stage, retired at that stage instead.
+    G6,
+    /// G7 (gem5): ticks per cycle not detectable, 1 assumed.
+    G7,
 }
 
 impl Rule {
@@ -75,6 +90,13 @@ impl Rule {
             Rule::Q18 => "Q18",
             Rule::Q19 => "Q19",
             Rule::Q20 => "Q20",
+            Rule::G1 => "G1",
+            Rule::G2 => "G2",
+            Rule::G3 => "G3",
+            Rule::G4 => "G4",
+            Rule::G5 => "G5",
+            Rule::G6 => "G6",
+            Rule::G7 => "G7",
         }
     }
 
@@ -101,6 +123,13 @@ impl Rule {
             Rule::Q18 => "lines without the prefix skipped",
             Rule::Q19 => "fields separated by spaces",
             Rule::Q20 => "lane written other than as a plain decimal",
+            Rule::G1 => "gem5 records too late to be placed dropped (--window)",
+            Rule::G2 => "gem5 sequence numbers used twice (several CPUs?), both kept",
+            Rule::G3 => "gem5 ticks between clock edges rounded down to their cycle",
+            Rule::G4 => "gem5 records without a retire line left open",
+            Rule::G5 => "malformed, unknown or orphan O3PipeView lines dropped",
+            Rule::G6 => "gem5 retire ticks before the last stage moved to it",
+            Rule::G7 => "gem5 ticks per cycle not detectable, 1 assumed",
         }
     }
 }
@@ -168,6 +197,32 @@ impl Diagnostics {
                 entry.examples.push(example);
             }
         }
+    }
+
+    /// Empty diagnostics with the same settings.
+    pub(crate) fn empty_like(&self) -> Diagnostics {
+        Diagnostics::new(self.max_examples, self.strict)
+    }
+
+    /// Adds the repairs of `other`, found on other lines of the same input: counts add, the
+    /// examples kept are the first by line, and so is the `--strict` violation.
+    pub(crate) fn merge(&mut self, other: Diagnostics) {
+        // Line 0 is "at the end": after every numbered line.
+        let order = |e: &Example| if e.line == 0 { u64::MAX } else { e.line };
+        for (rule, report) in other.rules {
+            let entry = self.rules.entry(rule).or_default();
+            entry.count += report.count;
+            let mine = std::mem::take(&mut entry.examples);
+            // `other` read each line first (it parses), so its examples of a line come first.
+            entry.examples = report.examples;
+            entry.examples.extend(mine);
+            entry.examples.sort_by_key(order);
+            entry.examples.truncate(self.max_examples);
+        }
+        self.first_strict = match (self.first_strict.take(), other.first_strict) {
+            (Some(a), Some(b)) => Some(if order(&b.1) <= order(&a.1) { b } else { a }),
+            (a, b) => a.or(b),
+        };
     }
 
     /// The first repair, when strict.

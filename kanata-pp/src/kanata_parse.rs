@@ -10,17 +10,18 @@ use memchr::memchr;
 
 use crate::diag::{Diagnostics, Rule};
 
-/// What one input line is.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Line<'a> {
+/// What one input line is. `T` is how text is held: a slice of the line while parsing,
+/// a [`Span`](crate::kanata_read::Span) between threads, owned bytes when held back.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Line<T> {
     /// Empty or only white space.
     Blank,
     /// A `#` or `//` comment line.
     Comment,
     /// `Kanata <version>`.
-    Header { version: &'a [u8] },
+    Header { version: T },
     /// A command.
-    Command(Command<'a>),
+    Command(Command<T>),
     /// A command line that cannot be used (already reported).
     Invalid,
     /// Not a command: text that may continue a label (Q8), else dropped (Q3).
@@ -30,8 +31,8 @@ pub(crate) enum Line<'a> {
 }
 
 /// A command, fields parsed.
-#[derive(Debug, PartialEq, Eq)]
-pub(crate) enum Command<'a> {
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Command<T> {
     /// `C= <cycle>`.
     Start(i64),
     /// `C <n>`.
@@ -39,13 +40,13 @@ pub(crate) enum Command<'a> {
     /// `I <id> <sim id> <thread>`.
     Insn { id: i64, sim_id: i128, thread: i64 },
     /// `L <id> <type> <text>`; text as written (never empty).
-    Label { id: i64, kind: u8, text: &'a [u8] },
+    Label { id: i64, kind: u8, text: T },
     /// `S`/`E` `<id> <lane> <stage>`.
     Stage {
         end: bool,
         id: i64,
         lane: u32,
-        name: &'a [u8],
+        name: T,
     },
     /// `R <id> <retire id> <type>`; the type is decided by the normalizer (Q13).
     Retire {
@@ -59,6 +60,115 @@ pub(crate) enum Command<'a> {
         producer: i64,
         kind: u32,
     },
+}
+
+impl<T> Command<T> {
+    /// The same command with its text held another way.
+    pub(crate) fn map<U>(self, mut f: impl FnMut(T) -> U) -> Command<U> {
+        match self {
+            Command::Start(cycle) => Command::Start(cycle),
+            Command::Cycle(n) => Command::Cycle(n),
+            Command::Insn { id, sim_id, thread } => Command::Insn { id, sim_id, thread },
+            Command::Label { id, kind, text } => Command::Label {
+                id,
+                kind,
+                text: f(text),
+            },
+            Command::Stage {
+                end,
+                id,
+                lane,
+                name,
+            } => Command::Stage {
+                end,
+                id,
+                lane,
+                name: f(name),
+            },
+            Command::Retire {
+                id,
+                retire_id,
+                kind,
+            } => Command::Retire {
+                id,
+                retire_id,
+                kind,
+            },
+            Command::Dep {
+                consumer,
+                producer,
+                kind,
+            } => Command::Dep {
+                consumer,
+                producer,
+                kind,
+            },
+        }
+    }
+
+    /// The command with its text borrowed.
+    pub(crate) fn as_ref(&self) -> Command<&T> {
+        match self {
+            Command::Start(cycle) => Command::Start(*cycle),
+            Command::Cycle(n) => Command::Cycle(*n),
+            Command::Insn { id, sim_id, thread } => Command::Insn {
+                id: *id,
+                sim_id: *sim_id,
+                thread: *thread,
+            },
+            Command::Label { id, kind, text } => Command::Label {
+                id: *id,
+                kind: *kind,
+                text,
+            },
+            Command::Stage {
+                end,
+                id,
+                lane,
+                name,
+            } => Command::Stage {
+                end: *end,
+                id: *id,
+                lane: *lane,
+                name,
+            },
+            Command::Retire {
+                id,
+                retire_id,
+                kind,
+            } => Command::Retire {
+                id: *id,
+                retire_id: *retire_id,
+                kind: *kind,
+            },
+            Command::Dep {
+                consumer,
+                producer,
+                kind,
+            } => Command::Dep {
+                consumer: *consumer,
+                producer: *producer,
+                kind: *kind,
+            },
+        }
+    }
+}
+
+impl<T> Line<T> {
+    /// The same line with its text held another way.
+    pub(crate) fn map<U>(self, mut f: impl FnMut(T) -> U) -> Line<U> {
+        match self {
+            Line::Blank => Line::Blank,
+            Line::Comment => Line::Comment,
+            Line::Header { version } => Line::Header {
+                version: f(version),
+            },
+            Line::Command(command) => Line::Command(command.map(f)),
+            Line::Invalid => Line::Invalid,
+            Line::Other => Line::Other,
+            Line::Fatal(message) => Line::Fatal(message),
+        }
+    }
 }
 
 /// The type field of an `R`, before Q13 decides what it means.
@@ -173,7 +283,7 @@ impl LineParser {
         line: &'a [u8],
         lineno: u64,
         diag: &mut Diagnostics,
-    ) -> Line<'a> {
+    ) -> Line<&'a [u8]> {
         let Some(&first) = line.first() else {
             return Line::Blank;
         };
@@ -347,7 +457,12 @@ impl LineParser {
         Line::Command(command)
     }
 
-    fn label<'a>(&'a mut self, f: &Fields<'a>, lineno: u64, diag: &mut Diagnostics) -> Line<'a> {
+    fn label<'a>(
+        &'a mut self,
+        f: &Fields<'a>,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Line<&'a [u8]> {
         let mut padded = false;
         let Some(id) = int_field(f, 1, lineno, diag, &mut padded, "file id") else {
             return Line::Invalid;
@@ -400,7 +515,7 @@ impl LineParser {
 }
 
 /// A line that is not a command: blank, a comment, or other text.
-fn classify_other(line: &[u8]) -> Line<'_> {
+fn classify_other(line: &[u8]) -> Line<&[u8]> {
     let trimmed = trim(line);
     if trimmed.is_empty() {
         Line::Blank
@@ -678,7 +793,7 @@ mod tests {
             Line::Command(Command::Label {
                 id: 0,
                 kind: 1,
-                text: b"r1=5 r2=6"
+                text: &b"r1=5 r2=6"[..]
             })
         );
         assert!(diag.rules().contains_key(&Rule::Q9));
@@ -694,7 +809,7 @@ mod tests {
             Line::Command(Command::Label {
                 id: 3,
                 kind: 0,
-                text: b"0x1000: add  x1, x2"
+                text: &b"0x1000: add  x1, x2"[..]
             })
         );
         assert!(diag.rules().contains_key(&Rule::Q19));

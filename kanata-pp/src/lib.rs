@@ -15,6 +15,7 @@ pub mod stats;
 mod ids;
 mod json;
 mod kanata_parse;
+mod kanata_read;
 mod normalize;
 mod progress;
 

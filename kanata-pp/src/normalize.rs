@@ -19,7 +19,7 @@ use kanata_writer::{Writer, WriterBuilder};
 use crate::diag::{Diagnostics, Rule};
 use crate::error::Error;
 use crate::ids::{out_id, IdHasher, IdMap, Ids, Resolved};
-use crate::kanata_parse::{Command, Line, LineParser, RetireType};
+use crate::kanata_parse::{Command, Line, RetireType};
 
 /// What to do with instructions that are still open at the end of the log (Q15).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -65,12 +65,10 @@ impl Default for Repairs {
     }
 }
 
-/// Where in the file the normalizer is.
+/// Where in the file the normalizer is (the reader has handled the header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
-    /// Before the header (or the legacy first `C=`).
-    BeforeHeader,
-    /// After the header, before the first command.
+    /// Before the first command.
     BeforeCommands,
     /// Writing.
     Body,
@@ -85,37 +83,6 @@ struct LiveInsn {
     started: Vec<(u32, i64)>,
 }
 
-/// A command held back to the next cycle (Q17), with its text owned.
-#[derive(Debug)]
-enum Delayed {
-    Insn {
-        id: i64,
-        sim_id: i128,
-        thread: i64,
-    },
-    Label {
-        id: i64,
-        kind: u8,
-        text: Vec<u8>,
-    },
-    Stage {
-        end: bool,
-        id: i64,
-        lane: u32,
-        name: Vec<u8>,
-    },
-    Retire {
-        id: i64,
-        retire_id: i64,
-        kind: RetireType,
-    },
-    Dep {
-        consumer: i64,
-        producer: i64,
-        kind: u32,
-    },
-}
-
 /// Q17: the commands of instructions whose zero-length stage is being stretched. Once one
 /// command of an instruction is held back to the next cycle, every later command naming
 /// that id in the same cycle is held back too, so its order is kept.
@@ -123,7 +90,8 @@ enum Delayed {
 struct Stretch {
     /// Input ids held back in the current cycle.
     held: Vec<i64>,
-    queue: Vec<(Delayed, u64)>,
+    /// The held commands, their text owned, with their input line numbers.
+    queue: Vec<(Command<Vec<u8>>, u64)>,
 }
 
 /// Q16: an explicit `E` kept until the cycle ends, so that an `S` of the same stage in the
@@ -152,7 +120,6 @@ pub(crate) struct KanataNormalizer<W: Write + Send + 'static> {
     output: Option<W>,
     writer: Option<Writer<W>>,
     repairs: Repairs,
-    parser: LineParser,
     ids: Ids<LiveInsn>,
     stages: IdMap<Box<[u8]>, Stage>,
     pending: PendingLabel,
@@ -181,11 +148,10 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             output: Some(output),
             writer: None,
             repairs,
-            parser: LineParser::new(),
             ids: Ids::new(),
             stages: IdMap::default(),
             pending: PendingLabel::default(),
-            phase: Phase::BeforeHeader,
+            phase: Phase::BeforeCommands,
             retire_48: None,
             next_retire_id: 0,
             max_retire_id: -1,
@@ -194,40 +160,10 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         }
     }
 
-    /// Reads one line (without its line end).
-    fn read_line(&mut self, raw: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
-        let mut line = raw;
-        if let Some(prefix) = &self.repairs.strip_prefix {
-            match line.strip_prefix(prefix.as_slice()) {
-                Some(rest) => {
-                    line = rest;
-                    while let [b' ', rest @ ..] = line {
-                        line = rest;
-                    }
-                }
-                None => {
-                    diag.report(Rule::Q18, lineno, || {
-                        "line without the prefix skipped".to_owned()
-                    });
-                    return Ok(());
-                }
-            }
-        }
-        if self.phase == Phase::BeforeHeader {
-            return self.first_lines(line, lineno, diag);
-        }
-        // Borrow the parser apart from the rest of `self` so the parsed line can point into
-        // its buffer while the other fields change.
-        let mut parser = std::mem::replace(&mut self.parser, LineParser::new());
-        let parsed = parser.parse(line, lineno, diag);
-        let result = self.parsed(parsed, line, lineno, diag);
-        self.parser = parser;
-        result
-    }
-
-    fn parsed(
+    /// Takes one parsed line; `line` is its text (after any prefix), for Q8.
+    pub(crate) fn parsed(
         &mut self,
-        parsed: Line<'_>,
+        parsed: Line<&[u8]>,
         line: &[u8],
         lineno: u64,
         diag: &mut Diagnostics,
@@ -275,58 +211,6 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         }
     }
 
-    /// Q2: blank and comment lines, a BOM, then the header or (legacy) a `C=`.
-    fn first_lines(
-        &mut self,
-        line: &[u8],
-        lineno: u64,
-        diag: &mut Diagnostics,
-    ) -> Result<(), Error> {
-        let mut line = line;
-        if let Some(rest) = line.strip_prefix(b"\xef\xbb\xbf") {
-            diag.report(Rule::Q2, lineno, || "byte order mark dropped".to_owned());
-            line = rest;
-        }
-        let mut parser = LineParser::new();
-        match parser.parse(line, lineno, diag) {
-            Line::Blank | Line::Comment => {
-                diag.report(Rule::Q2, lineno, || {
-                    "blank or comment line before the header dropped".to_owned()
-                });
-                Ok(())
-            }
-            Line::Header { version } => {
-                if line != b"Kanata\t0004" {
-                    diag.report(Rule::Q2, lineno, || {
-                        format!("header {:?} written as `Kanata<TAB>0004`", shorten(line))
-                    });
-                }
-                let text = String::from_utf8_lossy(version);
-                if u32::from_str_radix(text.trim(), 16) != Ok(4) {
-                    diag.report(Rule::Q2, lineno, || {
-                        format!("version {text:?} read as version 4")
-                    });
-                }
-                self.phase = Phase::BeforeCommands;
-                Ok(())
-            }
-            Line::Command(Command::Start(cycle)) => {
-                diag.report(Rule::Q2, lineno, || {
-                    "legacy log without header: header added".to_owned()
-                });
-                self.phase = Phase::BeforeCommands;
-                self.command(Command::Start(cycle), lineno, diag)
-            }
-            _ => Err(Error::at_line(
-                lineno,
-                format!(
-                    "not a Kanata log: expected the header `Kanata<TAB>0004`, found {:?}",
-                    shorten(line)
-                ),
-            )),
-        }
-    }
-
     fn writer(&mut self) -> &mut Writer<W> {
         self.writer
             .as_mut()
@@ -348,7 +232,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
 
     fn command(
         &mut self,
-        command: Command<'_>,
+        command: Command<&[u8]>,
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
@@ -364,7 +248,9 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         if !self.stretch.held.is_empty() {
             if let Some(id) = command_id(&command) {
                 if self.stretch.held.contains(&id) {
-                    self.stretch.queue.push((Delayed::from(&command), lineno));
+                    self.stretch
+                        .queue
+                        .push((command.map(<[u8]>::to_vec), lineno));
                     return Ok(());
                 }
             }
@@ -461,17 +347,17 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         let queue = std::mem::take(&mut self.stretch.queue);
         for (delayed, line) in queue {
             match delayed {
-                Delayed::Label { id, kind, text } => {
+                Command::Label { id, kind, text } => {
                     self.write_label(id, kind, &text, line, diag)?
                 }
-                other => self.command(other.as_command(), line, diag)?,
+                other => self.command(other.as_ref().map(Vec::as_slice), line, diag)?,
             }
         }
         Ok(())
     }
 
     /// Holds back `command` of instruction `id` to the next cycle (Q17).
-    fn hold(&mut self, id: i64, command: Delayed, lineno: u64, diag: &mut Diagnostics) {
+    fn hold(&mut self, id: i64, command: Command<Vec<u8>>, lineno: u64, diag: &mut Diagnostics) {
         diag.report(Rule::Q17, lineno, || {
             format!("zero-length stage of id {id} stretched to one cycle")
         });
@@ -526,7 +412,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         let text = std::mem::take(&mut self.pending.text);
         let result = if self.stretch.held.contains(&id) {
             self.stretch.queue.push((
-                Delayed::Label {
+                Command::Label {
                     id,
                     kind,
                     text: text.clone(),
@@ -685,7 +571,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             && deferred.is_none()
             && self.opened_this_cycle(id, Some(lane_number))
         {
-            let command = Delayed::Stage {
+            let command = Command::Stage {
                 end,
                 id,
                 lane: lane_number,
@@ -777,7 +663,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         if self.repairs.stretch_zero && self.opened_this_cycle(id, None) {
             // Already read as retired or flushed: hold the decided type.
             let kind = RetireType::Value(i64::from(flushed));
-            let command = Delayed::Retire {
+            let command = Command::Retire {
                 id,
                 retire_id,
                 kind,
@@ -884,13 +770,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     }
 
     /// Ends the trace; returns what it holds.
-    fn end(mut self, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
-        if self.phase == Phase::BeforeHeader {
-            return Err(Error::new(
-                crate::error::ErrorKind::Input,
-                "empty input: not a Kanata log",
-            ));
-        }
+    pub(crate) fn finish(mut self, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
         if self.pending.active {
             self.flush_label(diag)?;
         }
@@ -954,18 +834,8 @@ pub(crate) fn shorten(line: &[u8]) -> String {
     }
 }
 
-impl<W: Write + Send + 'static> crate::convert::Converter<W> for KanataNormalizer<W> {
-    fn line(&mut self, line: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
-        self.read_line(line, lineno, diag)
-    }
-
-    fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
-        (*self).end(diag)
-    }
-}
-
 /// The input id a command is about (its consumer for `W`); `None` for time commands.
-fn command_id(command: &Command<'_>) -> Option<i64> {
+fn command_id(command: &Command<&[u8]>) -> Option<i64> {
     match *command {
         Command::Start(_) | Command::Cycle(_) => None,
         Command::Insn { id, .. }
@@ -973,87 +843,6 @@ fn command_id(command: &Command<'_>) -> Option<i64> {
         | Command::Stage { id, .. }
         | Command::Retire { id, .. } => Some(id),
         Command::Dep { consumer, .. } => Some(consumer),
-    }
-}
-
-impl Delayed {
-    fn from(command: &Command<'_>) -> Delayed {
-        match *command {
-            Command::Insn { id, sim_id, thread } => Delayed::Insn { id, sim_id, thread },
-            Command::Label { id, kind, text } => Delayed::Label {
-                id,
-                kind,
-                text: text.to_vec(),
-            },
-            Command::Stage {
-                end,
-                id,
-                lane,
-                name,
-            } => Delayed::Stage {
-                end,
-                id,
-                lane,
-                name: name.to_vec(),
-            },
-            Command::Retire {
-                id,
-                retire_id,
-                kind,
-            } => Delayed::Retire {
-                id,
-                retire_id,
-                kind,
-            },
-            Command::Dep {
-                consumer,
-                producer,
-                kind,
-            } => Delayed::Dep {
-                consumer,
-                producer,
-                kind,
-            },
-            Command::Start(_) | Command::Cycle(_) => {
-                unreachable!("time commands are never held back")
-            }
-        }
-    }
-
-    fn as_command(&self) -> Command<'_> {
-        match *self {
-            Delayed::Insn { id, sim_id, thread } => Command::Insn { id, sim_id, thread },
-            Delayed::Label { id, kind, ref text } => Command::Label { id, kind, text },
-            Delayed::Stage {
-                end,
-                id,
-                lane,
-                ref name,
-            } => Command::Stage {
-                end,
-                id,
-                lane,
-                name,
-            },
-            Delayed::Retire {
-                id,
-                retire_id,
-                kind,
-            } => Command::Retire {
-                id,
-                retire_id,
-                kind,
-            },
-            Delayed::Dep {
-                consumer,
-                producer,
-                kind,
-            } => Command::Dep {
-                consumer,
-                producer,
-                kind,
-            },
-        }
     }
 }
 
