@@ -24,6 +24,10 @@ const BATCH_LINES: usize = 8192;
 /// Batches in flight between the threads; a few bound the memory a fast reader can take.
 const BATCHES_IN_FLIGHT: usize = 4;
 
+/// What the reader hands the normalizer for one line: the parsed line and its text (after
+/// any prefix), or nothing.
+type ReadLine<'a> = Option<(Line<&'a [u8]>, &'a [u8])>;
+
 /// The line-local half of reading a Kanata log.
 pub(crate) struct KanataReader {
     parser: LineParser,
@@ -49,7 +53,7 @@ impl KanataReader {
         raw: &'a [u8],
         lineno: u64,
         diag: &mut Diagnostics,
-    ) -> Result<Option<(Line<&'a [u8]>, &'a [u8])>, Error> {
+    ) -> Result<ReadLine<'a>, Error> {
         let mut line = raw;
         if let Some(prefix) = &self.prefix {
             let Some(rest) = line.strip_prefix(prefix.as_slice()) else {
@@ -75,7 +79,7 @@ impl KanataReader {
         line: &'a [u8],
         lineno: u64,
         diag: &mut Diagnostics,
-    ) -> Result<Option<(Line<&'a [u8]>, &'a [u8])>, Error> {
+    ) -> Result<ReadLine<'a>, Error> {
         let mut line = line;
         if let Some(rest) = line.strip_prefix(b"\xef\xbb\xbf") {
             diag.report(Rule::Q2, lineno, || "byte order mark dropped".to_owned());
