@@ -44,6 +44,28 @@ impl InsnId {
     pub fn is_traced(self) -> bool {
         self != InsnId::UNTRACED
     }
+
+    /// The handle as a plain number, for language bindings: the id in the file, or
+    /// `u64::MAX` for an untraced instruction.
+    pub fn into_raw(self) -> u64 {
+        self.0
+    }
+
+    /// The handle [`into_raw`](Self::into_raw) gave, for language bindings. A number the writer
+    /// did not mint is refused by every call ([`ErrorKind::UnknownInsn`] or
+    /// [`ErrorKind::NotLive`]), so it cannot make the trace invalid.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// let mut w = kanata_writer::Writer::new(Vec::new());
+    /// let i = w.begin(1, 0)?;
+    /// assert_eq!(kanata_writer::InsnId::from_raw(i.into_raw()), i);
+    /// assert!(w.retire(kanata_writer::InsnId::from_raw(7)).is_err());
+    /// # Ok(()) }
+    /// ```
+    pub fn from_raw(raw: u64) -> InsnId {
+        InsnId(raw)
+    }
 }
 
 /// Which of the three label texts an `L` command appends to.
