@@ -1,12 +1,97 @@
 //! gem5's O3PipeView trace (and its dialects) converted to Kanata, drawn by Konata as Konata
-//! draws the raw trace (`../shared/spec/gem5-o3pipeview.md`, section 2).
+//! draws the raw trace (`shared/spec/gem5-o3pipeview.md`, section 2).
+//!
+//! # What is converted
+//!
+//! Each record (`O3PipeView:fetch` … `O3PipeView:retire`) becomes one instruction built the
+//! way Konata's gem5 loader builds it ([`record`]): stages `F Dc Rn Ds Is Cm` started at their
+//! ticks (a tick of 0 means "not reached" and leaves the previous stage open; a tick before
+//! the last one is normalized to it and noted in the detail label), `Mc` from MemDepUnit
+//! `Completed mem` lines, a one-cycle `Rt` after a retirement, a flush for `retire:0`; the
+//! left-pane label `<pc>: <disassembly>` (the whole disassembly, colons included); the detail
+//! label with the fetch tick, micro-PC, retire and store ticks and the lines of the other
+//! debug flags (`Rename`, `MemDepUnit`, `LSQUnit`, `RegFile`, user lines) that Konata shows;
+//! those lines also become notes of the stage open when they happened. Thread ids come from
+//! `O3PipeView:thread` or a `[tid:N]` line naming the instruction. The simulator id of each
+//! instruction is its gem5 sequence number; file ids are dense (no empty rows for missing
+//! sequence numbers). Retire ids are Konata's: serial over retired instructions, and for a
+//! flushed one the dummy id Konata computes from the sequence numbers.
+//!
+//! Ticks become cycles with the clock period Konata detects (the smallest difference between
+//! the distinct ticks of the first complete instructions, at the same moments Konata looks:
+//! after line 101, then every 16,385 lines, and at the end) or `--ticks-per-cycle`. A tick
+//! between two clock edges is rounded down and reported (rule G3), never silently.
+//!
+//! The residue of spec §2.7 remains: an `R` is written one cycle after the retire (or flush)
+//! cycle so that `Rt` (and a flushed instruction's last stage) is drawn one cycle wide, and a
+//! flushed instruction's other zero-length stages stay zero-length (the next box covers
+//! their cell). With `--deps`, each instruction with a `Cm` gets a lane-1 stage `X` for the
+//! cycle `Cm` starts, then a zero-length `x`, and the `W` arrows Konata derives from the
+//! `Rename` lines: the arrows start and end where Konata draws them.
+//!
+//! # Dialects
+//!
+//! A line is a record if it contains `O3PipeView:`; text before it is a prefix (RTL
+//! `$display` tracers), ignored. Spaces after the colons are allowed. The `:store:` field of
+//! `retire` is optional (old traces). If the prefix of the first record is `<number>; `, the
+//! trace is BOOM's event stream: one event per line in time order (`<fseq>;
+//! O3PipeView:<stage>:<tick>`), grouped here by sequence number, with separate
+//! `<fseq>; store-comp: <tick>` lines. An instruction is complete when it retires; the
+//! instructions fetched before it that never retired were squashed (BOOM commits in order).
+//! For a stage seen several times the last non-zero tick counts (a re-issue). Other lines of
+//! a BOOM log are not gem5 debug lines and are ignored.
+//!
+//! # Streaming in bounded memory (spec §2.8)
+//!
+//! Records arrive in the order gem5 destroys instructions, not in sequence-number order, but
+//! the writer only moves forward in time. Three stages keep memory proportional to the
+//! reorder window, not to the file:
+//!
+//! 1. **Reorder window.** Complete records wait in `pending`, keyed by sequence number.
+//!    When more than `--window` are waiting, the lowest are written, in order, as Konata's
+//!    drain does. A record whose sequence number is below one already written comes too
+//!    late: it is reported with its line and dropped (G1). Duplicate sequence numbers
+//!    (several CPUs in one file) are reported and both kept (G2).
+//! 2. **Events.** Writing an instruction means turning it into its list of events by cycle
+//!    (`I` and labels at fetch, each `S` with its notes, `R`, the `--deps` lane) and handing
+//!    it to the [`order::Emitter`], which merges the lists of all such instructions with a
+//!    min-heap keyed by `(cycle, order written)`: one heap entry per instruction, for its
+//!    next event. Within a cycle, events come in the order instructions were written, and
+//!    each instruction's own events in its order.
+//! 3. **Watermark.** Events are released to the writer only below the watermark `W`: the
+//!    smallest fetch cycle of the last instruction written, of the instructions still
+//!    waiting and of the record being read. gem5 allocates sequence numbers at fetch, so
+//!    fetch ticks grow with sequence numbers and no instruction to come can have an event
+//!    before `W`. (An instruction that breaks this, so that its fetch falls before the
+//!    last cycle already written, is reported and dropped: G1. Rows are in the order the
+//!    `I` lines are written, fetch cycle then sequence number, which is sequence-number
+//!    order whenever fetch ticks grow with them, as they do for one gem5 CPU.) The heap
+//!    therefore holds only instructions in flight around `W`.
+//!
+//! Memory is the window's: about 1 KB per waiting record (2 KB with `Rename` lines), some
+//! 25 MB at the default 16,384 whatever the length of the trace.
+//!
+//! Other debug lines are kept per sequence number until that record consumes them, and
+//! dropped once the sequence number is written. At the end, everything left is written; a
+//! record without a `retire` line is reported and left open, not invented (G4).
 
+mod exlog;
+mod order;
+mod record;
+
+use std::borrow::Cow;
+use std::cell::Cell;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Write;
+use std::rc::Rc;
 
-use kanata_writer::{Finished, Writer, WriterBuilder};
+use kanata_writer::{Finished, WriterBuilder};
 
+use self::exlog::ExLogs;
+use self::order::{Clock, Emitter, Event, Handle, Placed};
+use self::record::{Fate, Record, StageName};
 use crate::convert::Converter;
-use crate::diag::Diagnostics;
+use crate::diag::{Diagnostics, Rule};
 use crate::error::{Error, ErrorKind};
 
 /// How a gem5 trace is read.
@@ -32,10 +117,159 @@ impl Default for Gem5Options {
     }
 }
 
+/// Konata gives up on a file without a record in its first 20,000 lines.
+const GIVING_UP_LINE: u64 = 20_000;
+/// Konata detects the clock from at least this many distinct ticks (unless at the end).
+const DETECTION_TICKS: usize = 1024;
+/// Konata's first drain is after this line, the next ones every `DRAIN_EVERY` lines.
+const FIRST_DRAIN_LINE: u64 = 101;
+const DRAIN_EVERY: u64 = 16_385;
+
+/// The marker of a record line.
+const MARKER: &[u8] = b"O3PipeView:";
+
+/// How the records of the file are laid out, decided by the first one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// No record seen yet.
+    Undecided,
+    /// gem5's contiguous records (with or without a prefix).
+    Records,
+    /// BOOM's event stream, `<fseq>; O3PipeView:<stage>:<tick>`.
+    Events,
+}
+
+/// An instruction of a BOOM event stream, gathered event by event.
+#[derive(Debug)]
+struct BoomInsn {
+    seq: u64,
+    line: u64,
+    fetch_tick: u64,
+    address: Box<str>,
+    upc: Box<str>,
+    disassembly: Box<str>,
+    /// decode, rename, dispatch, issue, complete: the last non-zero tick of each (0: none).
+    stages: [u64; 5],
+    /// The tick of a `store-comp` line.
+    store: Option<u64>,
+}
+
+const BOOM_STAGES: [(&str, StageName); 5] = [
+    ("decode", StageName::Dc),
+    ("rename", StageName::Rn),
+    ("dispatch", StageName::Ds),
+    ("issue", StageName::Is),
+    ("complete", StageName::Cm),
+];
+
+impl BoomInsn {
+    /// The record gem5 would have printed: retired at `tick` (0: squashed), or still open.
+    fn into_record(self, retire: Option<(u64, Vec<u64>)>) -> Record {
+        let mut record = Record::fetch(
+            self.seq,
+            self.line,
+            self.fetch_tick,
+            &self.address,
+            &self.upc,
+            &self.disassembly,
+        );
+        for ((command, name), tick) in BOOM_STAGES.iter().zip(self.stages) {
+            record.stage(command, *name, tick, None);
+        }
+        if let Some((tick, mut stores)) = retire {
+            if let Some(store) = self.store {
+                stores = vec![store];
+            }
+            record.retire(tick, stores, None);
+        }
+        record
+    }
+}
+
+/// An instruction waiting in the reorder window.
+#[derive(Debug)]
+enum Waiting {
+    /// A finished record (complete, or truncated and left open). Boxed, so that the map
+    /// moves pointers, not records.
+    Record(Box<Record>),
+    /// A BOOM instruction still in flight.
+    Boom(Box<BoomInsn>),
+}
+
+impl Waiting {
+    fn complete(&self) -> bool {
+        matches!(self, Waiting::Record(_))
+    }
+
+    fn fetch_tick(&self) -> u64 {
+        match self {
+            Waiting::Record(r) => r.fetch_tick,
+            Waiting::Boom(b) => b.fetch_tick,
+        }
+    }
+}
+
+/// Konata's retire ids: serial over retired instructions; a flushed one gets
+/// `last retire id + its sequence number - that of the last retired one`.
+#[derive(Clone, Copy, Debug)]
+struct RetireIds {
+    last_rid: i64,
+    last_retired_seq: i128,
+}
+
+impl RetireIds {
+    fn retire(&mut self, seq: u64) -> i64 {
+        self.last_rid += 1;
+        self.last_retired_seq = i128::from(seq);
+        self.last_rid
+    }
+
+    fn flush(&self, seq: u64) -> i64 {
+        let rid = i128::from(self.last_rid) + i128::from(seq) - self.last_retired_seq;
+        i64::try_from(rid).unwrap_or(i64::MAX)
+    }
+}
+
+/// The last instruction written that wrote a register key (for `--deps`).
+struct Producer {
+    handle: Handle,
+    /// Its `Cm` cycle (Konata's `prodCycle`).
+    complete: Option<i64>,
+}
+
+/// The most memory each buffer needed, for the bounded-memory tests.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct HighWater {
+    /// Instructions waiting in the reorder window.
+    pub(crate) waiting: usize,
+    /// Instructions written but not finished (in the event heap).
+    pub(crate) in_flight: usize,
+    /// Debug lines kept.
+    pub(crate) ex_lines: usize,
+}
+
 /// Reads a gem5 O3PipeView trace and writes it as Kanata.
 pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
-    writer: Writer<W>,
     options: Gem5Options,
+    emitter: Emitter<W>,
+    mode: Mode,
+    /// The record being read (gem5 records).
+    current: Option<Record>,
+    /// Lines of a record whose `fetch` line was malformed are skipped.
+    skipping: bool,
+    ex: ExLogs,
+    /// The reorder window, by (sequence number, duplicate number).
+    waiting: BTreeMap<(u64, u32), Waiting>,
+    /// The fetch ticks of `waiting`, counted, for the watermark.
+    waiting_fetch: BTreeMap<u64, u32>,
+    /// BOOM instructions still in flight.
+    in_flight: BTreeSet<(u64, u32)>,
+    clock: Option<Clock>,
+    /// The highest sequence number written, and the fetch tick of the last one written.
+    written: Option<(u64, u64)>,
+    retire_ids: Option<RetireIds>,
+    producers: HashMap<String, Producer>,
+    high_water: HighWater,
 }
 
 impl<W: Write + Send + 'static> Gem5Converter<W> {
@@ -44,23 +278,767 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         output: W,
         options: Gem5Options,
     ) -> Result<Gem5Converter<W>, Error> {
+        if options.ticks_per_cycle == Some(0) {
+            return Err(Error::new(
+                ErrorKind::Usage,
+                "--ticks-per-cycle must be at least 1",
+            ));
+        }
         Ok(Gem5Converter {
-            writer: builder.from_writer(output)?,
             options,
+            emitter: Emitter::new(builder, output),
+            mode: Mode::Undecided,
+            current: None,
+            skipping: false,
+            ex: ExLogs::default(),
+            waiting: BTreeMap::new(),
+            waiting_fetch: BTreeMap::new(),
+            in_flight: BTreeSet::new(),
+            clock: None,
+            written: None,
+            retire_ids: None,
+            producers: HashMap::new(),
+            high_water: HighWater::default(),
         })
+    }
+
+    /// The most memory each buffer needed so far.
+    #[cfg(test)]
+    pub(crate) fn high_water(&self) -> HighWater {
+        HighWater {
+            in_flight: self.emitter.high_water,
+            ..self.high_water
+        }
+    }
+
+    fn read_line(&mut self, raw: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
+        let raw = if lineno == 1 {
+            raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw)
+        } else {
+            raw
+        };
+        let text = match std::str::from_utf8(raw) {
+            Ok(text) => Cow::Borrowed(text),
+            Err(_) => String::from_utf8_lossy(raw),
+        };
+        if let Some(at) = memchr::memmem::find(raw, MARKER) {
+            // The marker is ASCII, so these are character boundaries of the lossy text too
+            // only when the text is valid; find it again in the text to be safe.
+            let at = if text.len() == raw.len() {
+                at
+            } else {
+                text.find("O3PipeView:").unwrap_or(0)
+            };
+            let (prefix, body) = (&text[..at], &text[at + MARKER.len()..]);
+            let boom = boom_prefix(prefix);
+            if self.mode == Mode::Undecided {
+                self.mode = if boom.is_some() {
+                    Mode::Events
+                } else {
+                    Mode::Records
+                };
+            }
+            match (self.mode, boom) {
+                (Mode::Events, Some(seq)) => self.boom_event(seq, body, lineno, diag)?,
+                (Mode::Events, None) => diag.report(Rule::G5, lineno, || {
+                    "an O3PipeView line without the `<sequence number>;` prefix of the BOOM \
+                     event stream: dropped"
+                        .to_owned()
+                }),
+                _ => self.record_line(body, lineno, diag)?,
+            }
+        } else if self.mode == Mode::Events {
+            if let Some((seq, tick)) = store_completion(&text) {
+                self.store_completion(seq, tick, lineno, diag);
+            }
+        } else {
+            if self.mode == Mode::Undecided && lineno > GIVING_UP_LINE {
+                return Err(Error::at_line(
+                    lineno,
+                    format!(
+                        "no O3PipeView record in the first {GIVING_UP_LINE} lines: not a gem5 \
+                         O3PipeView trace"
+                    ),
+                ));
+            }
+            let written = self.written.map(|(seq, _)| seq);
+            self.ex.line(&text, written);
+            self.high_water.ex_lines = self.high_water.ex_lines.max(self.ex.kept());
+        }
+        if self.mode != Mode::Undecided
+            && self.clock.is_none()
+            && lineno >= FIRST_DRAIN_LINE
+            && (lineno - FIRST_DRAIN_LINE) % DRAIN_EVERY == 0
+            && self.detect(false)
+        {
+            self.settle(diag)?;
+        }
+        Ok(())
+    }
+
+    // ----- gem5 records -----
+
+    fn record_line(
+        &mut self,
+        body: &str,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let mut fields = body.split(':');
+        let command = fields.next().unwrap_or("").trim();
+        if command == "fetch" {
+            return self.fetch_line(body, lineno, diag);
+        }
+        let Some(current) = self.current.as_mut() else {
+            if !self.skipping {
+                diag.report(Rule::G5, lineno, || {
+                    format!("`O3PipeView:{command}` with no `fetch` line before it: dropped")
+                });
+            }
+            return Ok(());
+        };
+        let Some(tick) = fields.next().and_then(number) else {
+            diag.report(Rule::G5, lineno, || {
+                format!("`O3PipeView:{command}` without a tick: dropped")
+            });
+            return Ok(());
+        };
+        match command {
+            "retire" => {
+                let stores = store_ticks(fields);
+                let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
+                self.ex.consumed(consumed);
+                let record = self.current.take().expect("matched above");
+                self.finished(Waiting::Record(Box::new(record)), diag)?;
+            }
+            "thread" => match fields.next().and_then(number).map(u32::try_from) {
+                Some(Ok(tid)) => current.tid = Some(tid),
+                _ => diag.report(Rule::G5, lineno, || {
+                    "`O3PipeView:thread` without a thread id: dropped".to_owned()
+                }),
+            },
+            _ => match StageName::of_command(command).filter(|&s| s != StageName::F) {
+                Some(name) => {
+                    let consumed = current.stage(command, name, tick, self.ex.get_mut(current.seq));
+                    self.ex.consumed(consumed);
+                }
+                None => diag.report(Rule::G5, lineno, || {
+                    format!("unknown line `O3PipeView:{command}`: dropped")
+                }),
+            },
+        }
+        Ok(())
+    }
+
+    fn fetch_line(&mut self, body: &str, lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
+        if let Some(open) = self.current.take() {
+            report_truncated(diag, &open, "before the next record");
+            self.finished(Waiting::Record(Box::new(open)), diag)?;
+        }
+        let Some(fetch) = FetchLine::parse(body) else {
+            diag.report(Rule::G5, lineno, || {
+                "`O3PipeView:fetch` without a tick or sequence number: record dropped".to_owned()
+            });
+            self.skipping = true;
+            return Ok(());
+        };
+        self.skipping = false;
+        self.fix_clock(fetch.tick);
+        self.current = Some(Record::fetch(
+            fetch.seq,
+            lineno,
+            fetch.tick,
+            fetch.address,
+            fetch.upc,
+            fetch.disassembly,
+        ));
+        Ok(())
+    }
+
+    // ----- BOOM event stream -----
+
+    fn boom_event(
+        &mut self,
+        seq: u64,
+        body: &str,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let mut fields = body.split(':');
+        let command = fields.next().unwrap_or("").trim();
+        if command == "fetch" {
+            let Some(fetch) = FetchLine::parse(body) else {
+                diag.report(Rule::G5, lineno, || {
+                    "`O3PipeView:fetch` without a tick: dropped".to_owned()
+                });
+                return Ok(());
+            };
+            if let Some((written, _)) = self.written.filter(|&(w, _)| seq < w) {
+                diag.report(Rule::G1, lineno, || {
+                    format!(
+                        "instruction {seq} fetched after instruction {written} was written: dropped"
+                    )
+                });
+                return Ok(());
+            }
+            self.fix_clock(fetch.tick);
+            let key = self.new_key(seq, lineno, diag);
+            self.in_flight.insert(key);
+            self.wait(
+                key,
+                Waiting::Boom(Box::new(BoomInsn {
+                    seq,
+                    line: lineno,
+                    fetch_tick: fetch.tick,
+                    address: fetch.address.into(),
+                    upc: fetch.upc.into(),
+                    disassembly: fetch.disassembly.into(),
+                    stages: [0; 5],
+                    store: None,
+                })),
+            );
+            return self.settle(diag);
+        }
+        let Some(tick) = fields.next().and_then(number) else {
+            diag.report(Rule::G5, lineno, || {
+                format!("`O3PipeView:{command}` without a tick: dropped")
+            });
+            return Ok(());
+        };
+        let Some(key) = self.last_key(seq) else {
+            self.orphan(seq, command, lineno, diag);
+            return Ok(());
+        };
+        let Some(Waiting::Boom(insn)) = self.waiting.get_mut(&key) else {
+            diag.report(Rule::G5, lineno, || {
+                format!("`O3PipeView:{command}` of instruction {seq} after its retirement: dropped")
+            });
+            return Ok(());
+        };
+        if let Some(i) = BOOM_STAGES.iter().position(|(c, _)| *c == command) {
+            if tick != 0 {
+                insn.stages[i] = tick;
+            }
+            return Ok(());
+        }
+        if command != "retire" {
+            diag.report(Rule::G5, lineno, || {
+                format!("unknown line `O3PipeView:{command}`: dropped")
+            });
+            return Ok(());
+        }
+        let stores = store_ticks(fields);
+        self.boom_end(key, Some((tick, stores)));
+        // BOOM commits in order: what was fetched before and never retired was squashed.
+        let squashed: Vec<(u64, u32)> = self.in_flight.range(..(seq, 0)).copied().collect();
+        for key in squashed {
+            self.boom_end(key, Some((0, Vec::new())));
+        }
+        self.settle(diag)
+    }
+
+    /// Ends a BOOM instruction: retired, squashed (tick 0) or left open (`None`).
+    fn boom_end(&mut self, key: (u64, u32), retire: Option<(u64, Vec<u64>)>) {
+        self.in_flight.remove(&key);
+        if let Some(waiting) = self.waiting.get_mut(&key) {
+            if let Waiting::Boom(insn) = waiting {
+                let insn = std::mem::replace(
+                    insn.as_mut(),
+                    BoomInsn {
+                        seq: 0,
+                        line: 0,
+                        fetch_tick: 0,
+                        address: "".into(),
+                        upc: "".into(),
+                        disassembly: "".into(),
+                        stages: [0; 5],
+                        store: None,
+                    },
+                );
+                *waiting = Waiting::Record(Box::new(insn.into_record(retire)));
+            }
+        }
+    }
+
+    fn store_completion(&mut self, seq: u64, tick: u64, lineno: u64, diag: &mut Diagnostics) {
+        match self
+            .last_key(seq)
+            .and_then(|key| self.waiting.get_mut(&key))
+        {
+            Some(Waiting::Record(record)) => record.stores = vec![tick],
+            Some(Waiting::Boom(insn)) => insn.store = Some(tick),
+            None => self.orphan(seq, "store-comp", lineno, diag),
+        }
+    }
+
+    /// A line for an instruction that is not waiting.
+    fn orphan(&self, seq: u64, command: &str, lineno: u64, diag: &mut Diagnostics) {
+        match self.written {
+            Some((written, _)) if seq <= written => diag.report(Rule::G1, lineno, || {
+                format!(
+                    "`{command}` of instruction {seq} after instruction {written} was written: \
+                     dropped"
+                )
+            }),
+            _ => diag.report(Rule::G5, lineno, || {
+                format!("`{command}` of instruction {seq}, never fetched: dropped")
+            }),
+        }
+    }
+
+    // ----- the reorder window -----
+
+    /// The key of a new instruction `seq`, reporting a duplicate.
+    fn new_key(&mut self, seq: u64, line: u64, diag: &mut Diagnostics) -> (u64, u32) {
+        let duplicate = match self.last_key(seq) {
+            Some((_, n)) => Some(n + 1),
+            None => self.written.filter(|&(w, _)| w == seq).map(|_| 0),
+        };
+        if duplicate.is_some() {
+            diag.report(Rule::G2, line, || {
+                format!(
+                    "sequence number {seq} used again (several CPUs in one trace?): kept as \
+                     another instruction"
+                )
+            });
+        }
+        (seq, duplicate.unwrap_or(0))
+    }
+
+    fn last_key(&self, seq: u64) -> Option<(u64, u32)> {
+        self.waiting
+            .range((seq, 0)..=(seq, u32::MAX))
+            .next_back()
+            .map(|(&key, _)| key)
+    }
+
+    fn wait(&mut self, key: (u64, u32), waiting: Waiting) {
+        *self.waiting_fetch.entry(waiting.fetch_tick()).or_default() += 1;
+        self.waiting.insert(key, waiting);
+        self.high_water.waiting = self.high_water.waiting.max(self.waiting.len());
+    }
+
+    /// A gem5 record has ended (retired, flushed or truncated).
+    fn finished(&mut self, waiting: Waiting, diag: &mut Diagnostics) -> Result<(), Error> {
+        let Waiting::Record(record) = &waiting else {
+            unreachable!("gem5 records only");
+        };
+        let (seq, line) = (record.seq, record.line);
+        if let Some((written, _)) = self.written.filter(|&(w, _)| seq < w) {
+            let window = self.options.window;
+            diag.report(Rule::G1, line, || {
+                format!(
+                    "instruction {seq} came after instruction {written} was written (more than \
+                     --window {window} instructions late): dropped"
+                )
+            });
+            return Ok(());
+        }
+        let key = self.new_key(seq, line, diag);
+        self.wait(key, waiting);
+        self.settle(diag)
+    }
+
+    /// Writes what the reorder window no longer needs to hold, then releases the events
+    /// below the watermark.
+    fn settle(&mut self, diag: &mut Diagnostics) -> Result<(), Error> {
+        if self.clock.is_none() {
+            // Konata waits for 1024 distinct ticks; a full window cannot wait any longer.
+            if self.waiting.len() <= self.options.window || !self.detect(true) {
+                return Ok(());
+            }
+        }
+        self.drain(false, diag)
+    }
+
+    /// Writes the lowest waiting instructions while more than the window wait (all of them
+    /// when `all`).
+    fn drain(&mut self, all: bool, diag: &mut Diagnostics) -> Result<(), Error> {
+        let mut wrote = false;
+        while all || self.waiting.len() > self.options.window {
+            let Some(entry) = self.waiting.first_entry() else {
+                break;
+            };
+            if !all && !entry.get().complete() {
+                break;
+            }
+            let (key, waiting) = entry.remove_entry();
+            self.in_flight.remove(&key);
+            let tick = waiting.fetch_tick();
+            if let Some(count) = self.waiting_fetch.get_mut(&tick) {
+                *count -= 1;
+                if *count == 0 {
+                    self.waiting_fetch.remove(&tick);
+                }
+            }
+            let record = match waiting {
+                Waiting::Record(record) => *record,
+                Waiting::Boom(insn) => {
+                    let record = insn.into_record(None);
+                    report_truncated(diag, &record, "at the end of the input");
+                    record
+                }
+            };
+            self.write(record, diag);
+            wrote = true;
+        }
+        if wrote {
+            let watermark = if all { None } else { Some(self.watermark()) };
+            self.emitter.release(watermark)?;
+        }
+        Ok(())
+    }
+
+    /// The cycle below which no instruction to come has an event (see the module docs).
+    fn watermark(&self) -> i64 {
+        let Some(clock) = self.clock else {
+            return i64::MIN;
+        };
+        let ticks = [
+            self.written.map(|(_, fetch)| fetch),
+            self.waiting_fetch.keys().next().copied(),
+            self.current.as_ref().map(|r| r.fetch_tick),
+        ];
+        ticks
+            .into_iter()
+            .flatten()
+            .map(|tick| clock.cycle(tick).0)
+            .min()
+            .unwrap_or(i64::MIN)
+    }
+
+    // ----- cycles -----
+
+    /// `--ticks-per-cycle`: the clock is known from the first fetch.
+    fn fix_clock(&mut self, fetch_tick: u64) {
+        if let (None, Some(ticks_per_cycle)) = (self.clock, self.options.ticks_per_cycle) {
+            self.clock = Some(Clock {
+                ticks_per_cycle,
+                phase: fetch_tick % ticks_per_cycle,
+            });
+        }
+    }
+
+    /// Konata's clock detection over the complete instructions in sequence-number order up
+    /// to the first incomplete one: the smallest difference between distinct ticks, counted
+    /// from the smallest tick. Needs 1024 distinct ticks unless `force`.
+    fn detect(&mut self, force: bool) -> bool {
+        if self.clock.is_some() {
+            return true;
+        }
+        let stop = self.current.as_ref().map(|r| r.seq);
+        let mut ticks = BTreeSet::new();
+        for (&(seq, _), waiting) in &self.waiting {
+            if stop.is_some_and(|s| seq >= s) {
+                break;
+            }
+            match waiting {
+                Waiting::Record(record) if record.fate != Fate::Open => record.ticks(&mut ticks),
+                _ => break,
+            }
+        }
+        if !force && ticks.len() < DETECTION_TICKS {
+            return false;
+        }
+        self.clock = clock_of(&ticks);
+        self.clock.is_some()
+    }
+
+    /// At the end: Konata's forced detection, else every tick there is, else 1.
+    fn detect_at_end(&mut self, diag: &mut Diagnostics) {
+        if self.detect(true) {
+            return;
+        }
+        let mut ticks = BTreeSet::new();
+        for waiting in self.waiting.values() {
+            match waiting {
+                Waiting::Record(record) => record.ticks(&mut ticks),
+                Waiting::Boom(insn) => {
+                    ticks.insert(insn.fetch_tick);
+                    ticks.extend(insn.stages.iter().copied().filter(|&t| t != 0));
+                }
+            }
+        }
+        self.clock = clock_of(&ticks);
+        if self.clock.is_none() {
+            diag.report(Rule::G7, 0, || {
+                "fewer than two distinct ticks: ticks per cycle not detected, 1 assumed \
+                 (--ticks-per-cycle)"
+                    .to_owned()
+            });
+            self.clock = Some(Clock {
+                ticks_per_cycle: 1,
+                phase: 0,
+            });
+        }
+    }
+
+    // ----- writing -----
+
+    /// Turns a record into its events and hands it to the emitter.
+    fn write(&mut self, mut record: Record, diag: &mut Diagnostics) {
+        let clock = self
+            .clock
+            .expect("the clock is known before anything is written");
+        let seq = record.seq;
+        let written = self.written.map_or(seq, |(w, _)| w.max(seq));
+        self.written = Some((written, record.fetch_tick));
+        let ex = self.ex.take_through(seq);
+        let thread = record.tid.or(ex.as_ref().and_then(|e| e.tid)).unwrap_or(0);
+
+        let mut inexact = None;
+        let mut cycle = |tick: u64| {
+            let (cycle, exact) = clock.cycle(tick);
+            if !exact && inexact.is_none() {
+                inexact = Some((tick, cycle));
+            }
+            cycle
+        };
+        let fetched = cycle(record.fetch_tick);
+        if let Some(last) = self.emitter.last_cycle().filter(|&last| fetched < last) {
+            diag.report(Rule::G1, record.line, || {
+                format!(
+                    "instruction {seq} was fetched in cycle {fetched}, before cycle {last} \
+                     already written (fetch ticks should grow with sequence numbers): dropped"
+                )
+            });
+            return;
+        }
+
+        let mut events = Vec::with_capacity(record.stages.len() + 4);
+        events.push((fetched, Event::Begin));
+        let mut last_stage: Option<(i64, i64)> = None;
+        let mut retire_tick = None;
+        for stage in std::mem::take(&mut record.stages) {
+            if stage.name == StageName::Rt {
+                retire_tick = Some(stage.start);
+                continue;
+            }
+            let start = cycle(stage.start);
+            let end = stage.end.map_or(start, &mut cycle);
+            last_stage = Some((start, end));
+            events.push((
+                start,
+                Event::Enter {
+                    lane: 0,
+                    stage: stage.name,
+                    notes: stage.notes,
+                },
+            ));
+        }
+
+        let mut handle = None;
+        if self.options.deps {
+            let complete = record.complete.map(&mut cycle);
+            if let Some(c) = complete {
+                events.push((
+                    c,
+                    Event::Enter {
+                        lane: 1,
+                        stage: StageName::X,
+                        notes: Vec::new(),
+                    },
+                ));
+                for source in &record.sources {
+                    if let Some(producer) = self.producers.get(source) {
+                        if producer.complete.is_none_or(|p| p < c) {
+                            events.push((c, Event::Depend(Rc::clone(&producer.handle))));
+                        }
+                    }
+                }
+                events.push((
+                    c + 1,
+                    Event::Enter {
+                        lane: 1,
+                        stage: StageName::XEnd,
+                        notes: Vec::new(),
+                    },
+                ));
+                events.push((c + 1, Event::Leave { lane: 1 }));
+            }
+            if !record.destinations.is_empty() {
+                let shared: Handle = Rc::new(Cell::new(None));
+                for key in &record.destinations {
+                    self.producers.insert(
+                        key.clone(),
+                        Producer {
+                            handle: Rc::clone(&shared),
+                            complete,
+                        },
+                    );
+                }
+                handle = Some(shared);
+            }
+        }
+
+        let ids = self.retire_ids.get_or_insert(RetireIds {
+            last_rid: -1,
+            last_retired_seq: i128::from(seq) - 1,
+        });
+        match record.fate {
+            Fate::Retired { .. } => {
+                let mut at = cycle(retire_tick.expect("a retired record has Rt"));
+                if let Some((start, _)) = last_stage.filter(|&(start, _)| at < start) {
+                    diag.report(Rule::G6, record.line, || {
+                        format!(
+                            "instruction {seq} retires in cycle {at}, before its last stage \
+                             starts in cycle {start}: retired there"
+                        )
+                    });
+                    at = start;
+                }
+                events.push((
+                    at,
+                    Event::Enter {
+                        lane: 0,
+                        stage: StageName::Rt,
+                        notes: Vec::new(),
+                    },
+                ));
+                events.push((at + 1, Event::Retire(ids.retire(seq))));
+            }
+            Fate::Flushed { .. } => {
+                let at = match last_stage {
+                    Some((start, end)) if end > start => end,
+                    Some((start, _)) => start + 1,
+                    None => fetched + 1,
+                };
+                events.push((at, Event::Flush(ids.flush(seq))));
+            }
+            Fate::Open => {}
+        }
+        events.sort_by_key(|&(cycle, _)| cycle);
+
+        if let Some((tick, at)) = inexact {
+            let tpc = clock.ticks_per_cycle;
+            diag.report(Rule::G3, record.line, || {
+                format!(
+                    "instruction {seq}: tick {tick} is not a whole cycle of {tpc} ticks: \
+                     placed in cycle {at} (--ticks-per-cycle)"
+                )
+            });
+        }
+        let detail = record.full_detail();
+        self.emitter.place(Placed {
+            seq,
+            thread,
+            name: record.name,
+            detail,
+            handle,
+            events,
+        });
+    }
+
+    fn end(mut self, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
+        if self.mode == Mode::Undecided {
+            return Err(Error::new(
+                ErrorKind::Input,
+                "no O3PipeView record: not a gem5 O3PipeView trace",
+            ));
+        }
+        if let Some(open) = self.current.take() {
+            report_truncated(diag, &open, "at the end of the input");
+            self.finished(Waiting::Record(Box::new(open)), diag)?;
+        }
+        if self.clock.is_none() {
+            self.detect_at_end(diag);
+        }
+        self.drain(true, diag)?;
+        self.emitter.finish()
     }
 }
 
 impl<W: Write + Send + 'static> Converter<W> for Gem5Converter<W> {
-    fn line(&mut self, _line: &[u8], _lineno: u64, _diag: &mut Diagnostics) -> Result<(), Error> {
-        let _ = (&mut self.writer, &self.options);
-        Err(Error::new(
-            ErrorKind::Input,
-            "gem5 input is not supported yet",
-        ))
+    fn line(&mut self, line: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
+        self.read_line(line, lineno, diag)
     }
 
-    fn finish(self: Box<Self>, _diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
-        Ok(self.writer.finish()?)
+    fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
+        (*self).end(diag)
     }
 }
+
+/// The fields of a `fetch` line (after `O3PipeView:`).
+struct FetchLine<'a> {
+    tick: u64,
+    address: &'a str,
+    upc: &'a str,
+    seq: u64,
+    disassembly: &'a str,
+}
+
+impl<'a> FetchLine<'a> {
+    /// `fetch:<tick>:<pc>:<upc>:<seq>:<disassembly, colons included>`.
+    fn parse(body: &'a str) -> Option<FetchLine<'a>> {
+        let mut parts = body.splitn(6, ':');
+        parts.next();
+        let tick = number(parts.next()?)?;
+        let address = parts.next()?.trim();
+        let upc = parts.next()?.trim();
+        let seq = number(parts.next()?)?;
+        Some(FetchLine {
+            tick,
+            address,
+            upc,
+            seq,
+            disassembly: parts.next().unwrap_or(""),
+        })
+    }
+}
+
+/// A tick or sequence number: decimal digits, spaces around allowed.
+fn number(field: &str) -> Option<u64> {
+    let field = field.trim();
+    if field.is_empty() || !field.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    field.parse().ok()
+}
+
+/// The ticks of the `store:<tick>` pairs after a retire tick.
+fn store_ticks<'a>(mut fields: impl Iterator<Item = &'a str>) -> Vec<u64> {
+    let mut stores = Vec::new();
+    while let (Some(name), Some(tick)) = (fields.next(), fields.next()) {
+        match (name.trim(), number(tick)) {
+            ("store", Some(tick)) => stores.push(tick),
+            _ => break,
+        }
+    }
+    stores
+}
+
+/// The sequence number of a BOOM prefix `<number>;` (spaces around allowed).
+fn boom_prefix(prefix: &str) -> Option<u64> {
+    number(prefix.trim().strip_suffix(';')?)
+}
+
+/// BOOM's `<fseq>; store-comp: <tick>`.
+fn store_completion(text: &str) -> Option<(u64, u64)> {
+    let (prefix, rest) = text.split_once(';')?;
+    let tick = rest.trim_start().strip_prefix("store-comp:")?;
+    Some((number(prefix)?, number(tick)?))
+}
+
+/// The clock of a set of ticks: their smallest difference, counted from the smallest.
+fn clock_of(ticks: &BTreeSet<u64>) -> Option<Clock> {
+    let first = *ticks.first()?;
+    let ticks_per_cycle = ticks
+        .iter()
+        .zip(ticks.iter().skip(1))
+        .map(|(a, b)| b - a)
+        .min()?;
+    Some(Clock {
+        ticks_per_cycle,
+        phase: first % ticks_per_cycle,
+    })
+}
+
+fn report_truncated(diag: &mut Diagnostics, record: &Record, when: &str) {
+    let seq = record.seq;
+    diag.report(Rule::G4, record.line, || {
+        format!("instruction {seq} has no retire line ({when}): left open")
+    });
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,393 @@
+//! One instruction as Konata's gem5 loader builds it from its record (spec §2.2, §2.5), still
+//! in raw ticks: stages, labels, register keys. Nothing here knows about cycles or output.
+
+use std::fmt::Write as _;
+
+use super::exlog::{self, ExEntry};
+
+/// The stages Konata draws for a gem5 record (lane 0), plus the two of `--deps` (lane 1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum StageName {
+    /// `fetch`.
+    F,
+    /// `decode`.
+    Dc,
+    /// `rename`.
+    Rn,
+    /// `dispatch`.
+    Ds,
+    /// `issue`.
+    Is,
+    /// `complete`.
+    Cm,
+    /// `retire` (drawn one cycle wide from the retire tick).
+    Rt,
+    /// Memory completion, from a MemDepUnit `Completed mem` line.
+    Mc,
+    /// `--deps`: the one-cycle stage whose name makes Konata draw arrows (lane 1).
+    X,
+    /// `--deps`: the zero-length stage after `X` that keeps the arrow's tail in place.
+    XEnd,
+}
+
+impl StageName {
+    /// Every stage, in the order the writer interns them.
+    pub(crate) const ALL: [StageName; 10] = [
+        StageName::F,
+        StageName::Dc,
+        StageName::Rn,
+        StageName::Ds,
+        StageName::Is,
+        StageName::Cm,
+        StageName::Rt,
+        StageName::Mc,
+        StageName::X,
+        StageName::XEnd,
+    ];
+
+    /// The name Konata shows.
+    pub(crate) fn as_str(self) -> &'static str {
+        match self {
+            StageName::F => "F",
+            StageName::Dc => "Dc",
+            StageName::Rn => "Rn",
+            StageName::Ds => "Ds",
+            StageName::Is => "Is",
+            StageName::Cm => "Cm",
+            StageName::Rt => "Rt",
+            StageName::Mc => "Mc",
+            StageName::X => "X",
+            StageName::XEnd => "x",
+        }
+    }
+
+    /// The stage an O3PipeView command starts (`fetch` … `complete`).
+    pub(crate) fn of_command(command: &str) -> Option<StageName> {
+        Some(match command {
+            "fetch" => StageName::F,
+            "decode" => StageName::Dc,
+            "rename" => StageName::Rn,
+            "dispatch" => StageName::Ds,
+            "issue" => StageName::Is,
+            "complete" => StageName::Cm,
+            _ => return None,
+        })
+    }
+
+    /// Index in [`StageName::ALL`].
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One stage of lane 0, in ticks.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct TickStage {
+    pub(crate) name: StageName,
+    pub(crate) start: u64,
+    /// `None` while open (Konata's `endCycle == 0`).
+    pub(crate) end: Option<u64>,
+    /// The ex-log lines appended to the stage while it was the last one started, each on
+    /// its own line.
+    pub(crate) notes: Vec<Box<str>>,
+}
+
+/// How the record ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// No `retire` line (yet, or ever: a truncated record).
+    Open,
+    /// `retire:R` with R ≠ 0; `tick` is R.
+    Retired { tick: u64 },
+    /// `retire:0`; `tick` is the last tick the record reached.
+    Flushed { tick: u64 },
+}
+
+/// One instruction in raw ticks, as Konata's per-record state machine leaves it.
+#[derive(Clone, Debug)]
+pub(crate) struct Record {
+    /// gem5's sequence number.
+    pub(crate) seq: u64,
+    /// The input line of the `fetch` record.
+    pub(crate) line: u64,
+    pub(crate) fetch_tick: u64,
+    /// `<pc>: <disassembly>`.
+    pub(crate) name: String,
+    /// The detail label, without the store ticks (they are appended when the instruction is
+    /// written, because BOOM traces give them after the retirement).
+    pub(crate) detail: String,
+    /// The thread id of an `O3PipeView:thread` line.
+    pub(crate) tid: Option<u32>,
+    pub(crate) stages: Vec<TickStage>,
+    /// Konata's "current tick": the last tick the record reached.
+    pub(crate) current: u64,
+    pub(crate) fate: Fate,
+    /// The `:store:` ticks of the retire line (or BOOM's `store-comp`).
+    pub(crate) stores: Vec<u64>,
+    /// The start of `Cm` (Konata's `consCycle` and `prodCycle`), if it has one.
+    pub(crate) complete: Option<u64>,
+    /// Register keys read (from `Rename` lines).
+    pub(crate) sources: Vec<String>,
+    /// Register keys written.
+    pub(crate) destinations: Vec<String>,
+}
+
+impl Record {
+    /// A record from its `fetch` line; the `F` stage starts at `tick` unless it is 0.
+    pub(crate) fn fetch(
+        seq: u64,
+        line: u64,
+        tick: u64,
+        address: &str,
+        upc: &str,
+        disassembly: &str,
+    ) -> Record {
+        let mut record = Record {
+            seq,
+            line,
+            fetch_tick: tick,
+            name: format!("{address}: {disassembly}"),
+            detail: format!("Fetched Tick: {tick}\nMicro PC: {upc}"),
+            tid: None,
+            stages: Vec::with_capacity(8),
+            current: tick,
+            fate: Fate::Open,
+            stores: Vec::new(),
+            complete: None,
+            sources: Vec::new(),
+            destinations: Vec::new(),
+        };
+        if tick != 0 {
+            record.start(StageName::F, tick);
+        }
+        record
+    }
+
+    /// A stage command (`decode` … `complete`) at `tick`, after the ex-log lines before it.
+    /// Returns how many ex-log lines were consumed.
+    pub(crate) fn stage(
+        &mut self,
+        command: &str,
+        name: StageName,
+        tick: u64,
+        ex: Option<&mut ExEntry>,
+    ) -> usize {
+        let consumed = self.consume(ex, Some(tick), tick);
+        if tick == 0 {
+            return consumed;
+        }
+        let mut tick = tick;
+        if tick < self.current {
+            let _ = write!(
+                self.detail,
+                "\nOut-of-order {command} Tick: {tick} (normalized to {})",
+                self.current
+            );
+            tick = self.current;
+        }
+        self.close_last(tick);
+        self.start(name, tick);
+        consumed
+    }
+
+    /// The `retire` line: `tick` 0 is a flush at the current tick. Every ex-log line left is
+    /// consumed first. Returns how many were.
+    pub(crate) fn retire(
+        &mut self,
+        tick: u64,
+        stores: Vec<u64>,
+        ex: Option<&mut ExEntry>,
+    ) -> usize {
+        let cutoff = if tick == 0 { self.current } else { tick };
+        let consumed = self.consume(ex, None, cutoff);
+        let flushed = tick == 0;
+        let at = if flushed { self.current } else { tick };
+        let _ = write!(self.detail, "\nRetired Tick: {tick}");
+        self.stores = stores;
+        for stage in &mut self.stages {
+            if stage.end.is_none() {
+                stage.end = Some(at);
+            }
+        }
+        if flushed {
+            self.fate = Fate::Flushed { tick: at };
+        } else {
+            self.stages.push(TickStage {
+                name: StageName::Rt,
+                start: at,
+                end: Some(at),
+                notes: Vec::new(),
+            });
+            self.fate = Fate::Retired { tick: at };
+        }
+        consumed
+    }
+
+    /// The detail label as Konata ends it: the store ticks after the retired tick.
+    pub(crate) fn full_detail(&self) -> String {
+        let mut detail = self.detail.clone();
+        if self.fate != Fate::Open {
+            for store in &self.stores {
+                let _ = write!(detail, "\nStore Tick: {store}");
+            }
+        }
+        detail
+    }
+
+    /// Every tick Konata's clock detection looks at: fetch, retire, stage starts and ends
+    /// (not the store ticks).
+    pub(crate) fn ticks(&self, out: &mut impl Extend<u64>) {
+        out.extend([self.fetch_tick]);
+        let retired = match self.fate {
+            Fate::Retired { tick } | Fate::Flushed { tick } => Some(tick),
+            Fate::Open => None,
+        };
+        out.extend(retired);
+        for stage in &self.stages {
+            out.extend([stage.start]);
+            out.extend(stage.end);
+        }
+    }
+
+    fn start(&mut self, name: StageName, tick: u64) {
+        self.stages.push(TickStage {
+            name,
+            start: tick,
+            end: None,
+            notes: Vec::new(),
+        });
+        if name == StageName::Cm {
+            self.complete = Some(tick);
+        }
+        self.current = tick;
+    }
+
+    /// Closes the last stage started (Konata closes the last stage of that name).
+    fn close_last(&mut self, tick: u64) {
+        if let Some(last) = self.stages.last_mut() {
+            last.end = Some(tick);
+        }
+    }
+
+    /// Consumes the ex-log lines in file order while their tick is before `cutoff` (all of
+    /// them when `None`); a memory completion at a tick in `[current, mc_cutoff)` starts an
+    /// `Mc` stage. Returns how many lines were consumed.
+    fn consume(&mut self, ex: Option<&mut ExEntry>, cutoff: Option<u64>, mc_cutoff: u64) -> usize {
+        let Some(ex) = ex else {
+            return 0;
+        };
+        let mut consumed = 0;
+        while let Some(front) = ex.lines.front() {
+            if let (Some(cutoff), Some(tick)) = (cutoff, front.tick) {
+                if tick >= cutoff {
+                    break;
+                }
+            }
+            let Some(line) = ex.lines.pop_front() else {
+                break;
+            };
+            consumed += 1;
+            self.apply(&line.text, line.tick, mc_cutoff);
+        }
+        consumed
+    }
+
+    /// What one consumed ex-log line adds (§2.5).
+    fn apply(&mut self, text: &str, tick: Option<u64>, mc_cutoff: u64) {
+        let args: Vec<&str> = text.split(':').collect();
+        let arg = |i: usize| args.get(i).copied().unwrap_or("");
+        if arg(1) == " user" {
+            let _ = write!(self.detail, "\n {text}");
+        } else if arg(1) == " global" && arg(2) == " RegFile" {
+            let _ = write!(self.detail, "\n {}", arg(3));
+        } else if arg(1).contains(".memDep") && arg(2).contains(" Completed mem") {
+            let _ = write!(self.detail, "\n Memory Complete: {text}");
+            if let Some(tick) = tick {
+                if self.current <= tick && tick < mc_cutoff {
+                    self.close_last(tick);
+                    self.start(StageName::Mc, tick);
+                }
+            }
+        } else if arg(1).contains(".rename") {
+            for token in args.iter().skip(2) {
+                if !token.contains(" Renaming") && !token.contains("Looking") {
+                    continue;
+                }
+                let _ = write!(self.detail, "\n {token}");
+                if let Some(key) = exlog::destination_key(token) {
+                    self.destinations.push(key);
+                }
+                if let Some(key) = exlog::source_key(token) {
+                    self.sources.push(key);
+                }
+            }
+        } else if arg(1).contains(".iew.lsq.thread")
+            && (arg(2).contains(" Read called") || arg(2).contains("Doing write"))
+        {
+            let end = args.len().min(7);
+            let _ = write!(self.detail, "\n {}", args[2.min(end)..end].join(":"));
+        }
+        if let Some(stage) = self.stages.last_mut() {
+            stage.notes.push(text.into());
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::gem5::exlog::ExLine;
+
+    fn boxes(record: &Record) -> Vec<(&'static str, u64, Option<u64>)> {
+        record
+            .stages
+            .iter()
+            .map(|s| (s.name.as_str(), s.start, s.end))
+            .collect()
+    }
+
+    #[test]
+    fn stages_chain_and_retire_appends_a_zero_length_rt() {
+        let mut r = Record::fetch(10, 1, 1000, "0x10", "0", " add");
+        r.stage("decode", StageName::Dc, 2000, None);
+        r.stage("rename", StageName::Rn, 0, None);
+        r.stage("complete", StageName::Cm, 3000, None);
+        r.retire(4000, vec![0], None);
+        assert_eq!(
+            boxes(&r),
+            vec![
+                ("F", 1000, Some(2000)),
+                ("Dc", 2000, Some(3000)),
+                ("Cm", 3000, Some(4000)),
+                ("Rt", 4000, Some(4000))
+            ]
+        );
+        assert_eq!(r.complete, Some(3000));
+        assert_eq!(
+            r.full_detail(),
+            "Fetched Tick: 1000\nMicro PC: 0\nRetired Tick: 4000\nStore Tick: 0"
+        );
+    }
+
+    #[test]
+    fn a_memory_completion_between_stages_starts_mc() {
+        let mut ex = ExEntry::default();
+        ex.lines.push_back(ExLine {
+            tick: Some(6000),
+            text: "6000: system.cpu.memDep0: Completed mem instruction [sn:10].".into(),
+        });
+        let mut r = Record::fetch(10, 1, 1000, "0x10", "0", " load");
+        r.stage("complete", StageName::Cm, 5000, Some(&mut ex));
+        r.retire(7000, vec![], Some(&mut ex));
+        assert_eq!(
+            boxes(&r),
+            vec![
+                ("F", 1000, Some(5000)),
+                ("Cm", 5000, Some(6000)),
+                ("Mc", 6000, Some(7000)),
+                ("Rt", 7000, Some(7000))
+            ]
+        );
+        assert_eq!(r.stages[2].notes.len(), 1);
+    }
+}
