@@ -392,7 +392,7 @@ fn strip_header<'a>(output: &'a str, expected: &str, at: &str) -> &'a str {
 #[test]
 fn the_examples_in_the_docs_are_what_kanata_pp_does() {
     let mut checked = 0;
-    for doc in ["canonical-form.md", "rules.md", "cleanups.md"] {
+    for doc in ["canonical-form.md", "rules.md", "cleanups.md", "gem5.md"] {
         let mut input: Option<(usize, Vec<u8>)> = None;
         for example in examples(doc) {
             let at = format!("docs/{}:{}", example.doc, example.line);
