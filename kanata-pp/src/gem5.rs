@@ -4,7 +4,7 @@
 //! # What is converted
 //!
 //! Each record (`O3PipeView:fetch` … `O3PipeView:retire`) becomes one instruction built the
-//! way Konata's gem5 loader builds it ([`record`]): stages `F Dc Rn Ds Is Cm` started at their
+//! way Konata's gem5 loader builds it (`record`): stages `F Dc Rn Ds Is Cm` started at their
 //! ticks (a tick of 0 means "not reached" and leaves the previous stage open; a tick before
 //! the last one is normalized to it and noted in the detail label), `Mc` from MemDepUnit
 //! `Completed mem` lines, a one-cycle `Rt` after a retirement, a flush for `retire:0`; the
@@ -54,7 +54,7 @@
 //!    (several CPUs in one file) are reported and both kept (G2).
 //! 2. **Events.** Writing an instruction means turning it into its list of events by cycle
 //!    (`I` and labels at fetch, each `S` with its notes, `R`, the `--deps` lane) and handing
-//!    it to the [`order::Emitter`], which merges the lists of all such instructions with a
+//!    it to the `order::Emitter`, which merges the lists of all such instructions with a
 //!    min-heap keyed by `(cycle, order written)`: one heap entry per instruction, for its
 //!    next event. Within a cycle, events come in the order instructions were written, and
 //!    each instruction's own events in its order.
