@@ -9,6 +9,7 @@ use crate::convert::{Destination, Options};
 use crate::detect::Format;
 use crate::gem5::Gem5Options;
 use crate::normalize::{CloseOpen, Repairs};
+use crate::rv32_disasm::Syntax;
 
 const EXAMPLES: &str = "\
 Examples:
@@ -16,6 +17,7 @@ Examples:
   kanata-pp run.log -o run.kanata.zst        ... and compress it (zstd, from the extension)
   kanata-pp run.log.gz                       writes run.kanata beside the input
   kanata-pp trace.out -o trace.kanata.zst    convert a gem5 O3PipeView trace
+  kanata-pp RSD.log -o RSD.kanata            convert an RSD raw log (RSD_Kanata)
   kanata-pp --check run.log                  validate only: exit 0 if it converts
   zcat run.log.gz | kanata-pp - -o - | less  stdin to stdout
   kanata-pp -d out/ -j 4 --compress zstd traces/*.log
@@ -115,7 +117,7 @@ pub struct Cli {
     #[arg(long, value_name = "PREFIX")]
     pub strip_prefix: Option<String>,
 
-    /// gem5: how many instructions a record may arrive out of order (at least 16384).
+    /// gem5: how many records may wait to be placed in order (default 16384, as Konata).
     #[arg(long, value_name = "N", default_value_t = 16_384)]
     pub window: usize,
 
@@ -126,6 +128,12 @@ pub struct Cli {
     /// gem5: draw dependency arrows from `Rename` debug lines.
     #[arg(long)]
     pub deps: bool,
+
+    /// RSD: the disassembler whose text the left-pane labels reproduce: `head` (RSD's
+    /// current one), or `2021` (before 2023-02: stores as `sw rs2, rs1, IMM`, no RV32F, as
+    /// in Konata's RSD sample).
+    #[arg(long, value_enum, value_name = "VERSION", default_value = "head")]
+    pub rsd_disasm: RsdDisasmArg,
 
     /// Print a completion script for SHELL (bash, zsh, fish, elvish, powershell) and exit.
     #[arg(long, value_name = "SHELL", hide = true, exclusive = true)]
@@ -161,6 +169,16 @@ pub enum FromArg {
     Gem5,
     /// An RSD raw `RSD_Kanata` log.
     Rsd,
+}
+
+/// `--rsd-disasm`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum RsdDisasmArg {
+    /// RSD's current disassembler.
+    Head,
+    /// The disassembler before 2023-02-06.
+    #[value(name = "2021")]
+    Before2023,
 }
 
 /// `--compress`.
@@ -229,6 +247,10 @@ impl Cli {
             window: self.window,
             ticks_per_cycle: self.ticks_per_cycle,
             deps: self.deps,
+        };
+        options.rsd.disasm = match self.rsd_disasm {
+            RsdDisasmArg::Head => Syntax::Head,
+            RsdDisasmArg::Before2023 => Syntax::Before2023,
         };
         options.repairs = Repairs {
             late_window: self.late_window,

@@ -14,6 +14,7 @@ use crate::gem5::Gem5Options;
 use crate::input::{self, InputCompression, Lines};
 use crate::normalize::{KanataNormalizer, Repairs};
 use crate::progress::Progress;
+use crate::rsd::RsdOptions;
 use crate::stats::{StatsSink, TraceStats};
 
 /// Where the converted trace goes.
@@ -43,6 +44,8 @@ pub struct Options {
     pub repairs: Repairs,
     /// How gem5 O3PipeView input is read.
     pub gem5: Gem5Options,
+    /// How RSD raw logs are read.
+    pub rsd: RsdOptions,
     /// Any repair is an error.
     pub strict: bool,
     /// Examples kept per rule in the diagnostics (`usize::MAX` for all).
@@ -65,6 +68,7 @@ impl Options {
             level: None,
             repairs: Repairs::default(),
             gem5: Gem5Options::default(),
+            rsd: RsdOptions::default(),
             strict: false,
             max_examples: 5,
             progress: false,
@@ -373,6 +377,9 @@ fn run<W: Write + Send + 'static>(
     diag: &mut Diagnostics,
     progress: &Progress,
 ) -> Result<(Finished<W>, u64), Error> {
+    let mut builder = builder;
+    // §4.5: every format's output may leave the implied `E`s out.
+    builder.compact(options.repairs.compact);
     let mut converter: Box<dyn Converter<W>> = match format {
         Format::Kanata => {
             let normalizer = KanataNormalizer::new(builder, output, options.repairs.clone());
@@ -384,12 +391,12 @@ fn run<W: Write + Send + 'static>(
             output,
             options.gem5.clone(),
         )?),
-        Format::Rsd => {
-            return Err(Error::new(
-                ErrorKind::Input,
-                "rsd input is not supported yet",
-            ))
-        }
+        Format::Rsd => Box::new(crate::rsd::RsdConverter::new(
+            builder,
+            output,
+            options.rsd.clone(),
+            &options.repairs,
+        )?),
     };
     let mut lines = Lines::new(reader);
     loop {

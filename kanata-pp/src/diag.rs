@@ -64,6 +64,23 @@ pub enum Rule {
     G6,
     /// G7 (gem5): ticks per cycle not detectable, 1 assumed.
     G7,
+    /// R1 (RSD): a raw line RSD's converter cannot read (it stops or crashes there): an
+    /// unknown command, a missing field, a number that is not one, a stage, serial or
+    /// micro-op index out of range, a missing or unknown header. Skipped.
+    R1,
+    /// R2 (RSD): a well-formed raw line RSD's converter crashes on (an `L` for an op not in
+    /// flight, a flush of an op never seen, a retire of an op it already dropped, an `S` line
+    /// without its comment field, invalid UTF-8, a floating-point word its disassembler fails
+    /// on). Converted where there is something to convert, else skipped.
+    R2,
+    /// R3 (RSD): what RSD's converter warns about (an op dumped after it retired or was
+    /// flushed, a gid defined twice, an event for a gid it no longer knows), converted as it
+    /// converts it.
+    R3,
+    /// R4 (RSD): a command RSD's converter writes that Konata would apply after the
+    /// instruction's `R` (a stage, an `E`, a second `R`, a label beyond `--late-window`) or
+    /// use to stretch a stage closed earlier. Dropped: drawn without it.
+    R4,
 }
 
 impl Rule {
@@ -97,6 +114,10 @@ impl Rule {
             Rule::G5 => "G5",
             Rule::G6 => "G6",
             Rule::G7 => "G7",
+            Rule::R1 => "R1",
+            Rule::R2 => "R2",
+            Rule::R3 => "R3",
+            Rule::R4 => "R4",
         }
     }
 
@@ -130,6 +151,10 @@ impl Rule {
             Rule::G5 => "malformed, unknown or orphan O3PipeView lines dropped",
             Rule::G6 => "gem5 retire ticks before the last stage moved to it",
             Rule::G7 => "gem5 ticks per cycle not detectable, 1 assumed",
+            Rule::R1 => "RSD lines RSD's converter cannot read skipped",
+            Rule::R2 => "RSD lines RSD's converter crashes on, converted or skipped",
+            Rule::R3 => "RSD lines RSD's converter warns about, converted as it does",
+            Rule::R4 => "commands Konata would apply after the end or to an earlier stage dropped",
         }
     }
 }

@@ -10,6 +10,8 @@ pub mod diag;
 pub mod error;
 pub mod gem5;
 pub mod input;
+pub mod rsd;
+pub mod rv32_disasm;
 pub mod stats;
 
 mod ids;
@@ -25,4 +27,5 @@ pub use diag::{Diagnostics, Rule};
 pub use error::{Error, ErrorKind};
 pub use gem5::Gem5Options;
 pub use normalize::{CloseOpen, Repairs};
+pub use rsd::RsdOptions;
 pub use stats::{StageStats, StatsSink, ThreadStats, TraceStats};
