@@ -56,39 +56,33 @@ static PAIRS: &[u8; 200] = b"0001020304050607080910111213141516171819\
 6061626364656667686970717273747576777879\
 8081828384858687888990919293949596979899";
 
-/// One line assembled in a fixed-size window on the stack and appended in one copy. Lines are
-/// a dozen bytes: plain stores into a window whose bounds the compiler knows cost far less
-/// than a capacity check, or a `memcpy` call, per field.
+/// One line written into a window of zeroed bytes reserved at the end of the buffer, then
+/// cut to its length. Lines are a dozen bytes: one resize and plain indexed stores cost far
+/// less than a capacity check (or a `memcpy` call) per field.
 struct Line<'a> {
-    window: &'a mut [u8; Line::WINDOW],
+    buf: &'a mut Vec<u8>,
     pos: usize,
 }
 
-impl Line<'_> {
+impl<'a> Line<'a> {
     /// Room for a command, four numbers of up to 20 digits and a sign each, separators, and a
     /// stage name of up to [`Line::SHORT`] bytes.
     const WINDOW: usize = 112;
     /// Stage names up to this length go through the window; longer ones are appended after.
     const SHORT: usize = 16;
 
-    /// Writes a line with `fill` into a window on the stack, then appends it in one copy.
     #[inline(always)]
-    fn write(buf: &mut Vec<u8>, command: &[u8; 2], fill: impl FnOnce(&mut Line<'_>)) {
-        let mut window = [0u8; Line::WINDOW];
-        window[0] = command[0];
-        window[1] = command[1];
-        let mut line = Line {
-            window: &mut window,
-            pos: 2,
-        };
-        fill(&mut line);
-        let len = line.pos;
-        buf.extend_from_slice(&window[..len]);
+    fn new(buf: &'a mut Vec<u8>, command: &[u8; 2]) -> Line<'a> {
+        let pos = buf.len();
+        buf.extend_from_slice(&[0; Line::WINDOW]);
+        buf[pos] = command[0];
+        buf[pos + 1] = command[1];
+        Line { buf, pos: pos + 2 }
     }
 
     #[inline(always)]
     fn byte(&mut self, b: u8) {
-        self.window[self.pos] = b;
+        self.buf[self.pos] = b;
         self.pos += 1;
     }
 
@@ -101,15 +95,15 @@ impl Line<'_> {
             let pair = (v % 100) as usize * 2;
             v /= 100;
             at -= 2;
-            self.window[at] = PAIRS[pair];
-            self.window[at + 1] = PAIRS[pair + 1];
+            self.buf[at] = PAIRS[pair];
+            self.buf[at + 1] = PAIRS[pair + 1];
         }
         if v >= 10 {
             let pair = v as usize * 2;
-            self.window[at - 2] = PAIRS[pair];
-            self.window[at - 1] = PAIRS[pair + 1];
+            self.buf[at - 2] = PAIRS[pair];
+            self.buf[at - 1] = PAIRS[pair + 1];
         } else {
-            self.window[at - 1] = b'0' + v as u8;
+            self.buf[at - 1] = b'0' + v as u8;
         }
         self.pos = end;
     }
@@ -132,12 +126,31 @@ impl Line<'_> {
         }
     }
 
-    /// Appends a short `name` (at most [`Line::SHORT`] bytes).
+    /// Appends `name` and ends the line.
     #[inline(always)]
-    fn name(&mut self, name: &[u8]) {
-        for &b in name {
-            self.byte(b);
+    fn finish_with_name(mut self, name: &[u8]) {
+        if name.len() <= Line::SHORT {
+            for &b in name {
+                self.byte(b);
+            }
+            self.finish();
+        } else {
+            self.buf.truncate(self.pos);
+            self.buf.extend_from_slice(name);
+            self.buf.push(b'\n');
         }
+    }
+
+    #[inline(always)]
+    fn finish(mut self) {
+        self.byte(b'\n');
+        self.buf.truncate(self.pos);
+    }
+
+    /// Cuts the window without a line end (the caller appends the rest).
+    #[inline(always)]
+    fn open_end(self) {
+        self.buf.truncate(self.pos);
     }
 }
 
@@ -153,10 +166,9 @@ pub(crate) fn header(buf: &mut Vec<u8>, start_cycle: i64) {
 #[inline]
 pub(crate) fn cycle_delta(buf: &mut Vec<u8>, cycles: u64) {
     debug_assert!(cycles > 0);
-    Line::write(buf, b"C\t", |line| {
-        line.uint(cycles);
-        line.byte(b'\n');
-    });
+    let mut line = Line::new(buf, b"C\t");
+    line.uint(cycles);
+    line.finish();
 }
 
 /// `I <file id> <sim id> <thread>`.
@@ -167,34 +179,24 @@ pub(crate) fn insn<S: Int + itoa::Integer, T: Int + itoa::Integer>(
     sim_id: S,
     thread: T,
 ) {
-    Line::write(buf, b"I\t", |line| {
-        line.uint(insn);
-        line.byte(b'\t');
-        line.int(sim_id);
-        line.byte(b'\t');
-        line.int(thread);
-        line.byte(b'\n');
-    });
+    let mut line = Line::new(buf, b"I\t");
+    line.int(insn);
+    line.byte(b'\t');
+    line.int(sim_id);
+    line.byte(b'\t');
+    line.int(thread);
+    line.finish();
 }
 
 /// `S` or `E` `<file id> <lane> <stage>`.
 #[inline]
 pub(crate) fn stage(buf: &mut Vec<u8>, command: u8, insn: u64, lane: u32, name: &[u8]) {
-    let short = name.len() <= Line::SHORT;
-    Line::write(buf, &[command, b'\t'], |line| {
-        line.uint(insn);
-        line.byte(b'\t');
-        line.uint(u64::from(lane));
-        line.byte(b'\t');
-        if short {
-            line.name(name);
-            line.byte(b'\n');
-        }
-    });
-    if !short {
-        buf.extend_from_slice(name);
-        buf.push(b'\n');
-    }
+    let mut line = Line::new(buf, &[command, b'\t']);
+    line.uint(insn);
+    line.byte(b'\t');
+    line.uint(u64::from(lane));
+    line.byte(b'\t');
+    line.finish_with_name(name);
 }
 
 /// `R <file id> <retire id> <0 retired | 1 flushed>`.
@@ -205,39 +207,37 @@ pub(crate) fn end_of_life<R: Int + itoa::Integer>(
     retire_id: R,
     flushed: bool,
 ) {
-    Line::write(buf, b"R\t", |line| {
-        line.uint(insn);
-        line.byte(b'\t');
-        line.int(retire_id);
-        line.byte(b'\t');
-        line.byte(if flushed { b'1' } else { b'0' });
-        line.byte(b'\n');
-    });
+    let mut line = Line::new(buf, b"R\t");
+    line.uint(insn);
+    line.byte(b'\t');
+    line.int(retire_id);
+    line.byte(b'\t');
+    line.byte(if flushed { b'1' } else { b'0' });
+    line.finish();
 }
 
 /// `W <consumer> <producer> <kind>`.
 #[inline]
 pub(crate) fn dependency(buf: &mut Vec<u8>, consumer: u64, producer: u64, kind: u32) {
-    Line::write(buf, b"W\t", |line| {
-        line.uint(consumer);
-        line.byte(b'\t');
-        line.uint(producer);
-        line.byte(b'\t');
-        line.uint(u64::from(kind));
-        line.byte(b'\n');
-    });
+    let mut line = Line::new(buf, b"W\t");
+    line.uint(consumer);
+    line.byte(b'\t');
+    line.uint(producer);
+    line.byte(b'\t');
+    line.uint(u64::from(kind));
+    line.finish();
 }
 
 /// `L <file id> <kind> ` up to the text; the caller appends the text with
 /// [`push_label_text`] and ends the line with a `\n`.
 #[inline]
 pub(crate) fn label_start(buf: &mut Vec<u8>, insn: u64, kind: u8) {
-    Line::write(buf, b"L\t", |line| {
-        line.uint(insn);
-        line.byte(b'\t');
-        line.byte(b'0' + kind);
-        line.byte(b'\t');
-    });
+    let mut line = Line::new(buf, b"L\t");
+    line.uint(insn);
+    line.byte(b'\t');
+    line.byte(b'0' + kind);
+    line.byte(b'\t');
+    line.open_end();
 }
 
 /// Appends label text so that it stays on one line and in one field: a line feed becomes the
