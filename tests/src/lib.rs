@@ -8,6 +8,7 @@
 //! `kanata-writer` or normalized by `kanata-pp` looks to Konata exactly like its input.
 
 pub mod canonical;
+pub mod conversion;
 pub mod konata_model;
 
 pub use konata_model::{

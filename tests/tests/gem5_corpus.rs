@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use kanata_pp::{convert, Destination, Gem5Options, Options, Report, Rule};
-use kanata_tests::{canonical, decompress, diff_views, load, Compare, RetireKind, View};
+use kanata_tests::{decompress, diff_views, Compare, RetireKind, View};
 
 /// The heavy tests run one at a time, so that the peak memory one of them measures is its
 /// own.
@@ -57,41 +57,12 @@ fn gem5_options(out: &Path, deps: bool) -> Options {
     options
 }
 
-/// Converts `input` (detected as gem5) and checks what holds for every output: canonical,
-/// zero Konata warnings, unchanged by a second conversion as Kanata.
+/// Converts `input` (detected as gem5) and checks what holds for every output.
 #[track_caller]
 fn convert_checked(input: &Path, deps: bool) -> (Report, Vec<u8>, View) {
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out.kanata");
-    let report = match convert(input, &gem5_options(&out, deps)) {
-        Ok(report) => report,
-        Err(err) => panic!("{}: conversion failed: {err}", input.display()),
-    };
-    assert_eq!(report.format.name(), "gem5");
-    let output = fs::read(&out).unwrap();
-    if let Err(violations) = canonical::check(&output) {
-        panic!(
-            "{}: output not canonical: {:?}",
-            input.display(),
-            &violations[..violations.len().min(10)]
-        );
-    }
-    let view = load(&output);
-    assert!(
-        view.warnings.is_empty(),
-        "{}: Konata warns: {:?}",
-        input.display(),
-        &view.warnings[..view.warnings.len().min(10)]
-    );
-    let again = tmp.path().join("again.kanata");
-    let report_again = convert(&out, &Options::new(Destination::Path(again.clone()))).unwrap();
-    assert_eq!(report_again.diagnostics.total(), 0, "{}", input.display());
-    assert!(
-        fs::read(&again).unwrap() == output,
-        "{}: converting the output again changed it",
-        input.display()
-    );
-    (report, output, view)
+    let options = gem5_options(&tmp.path().join("out.kanata"), deps);
+    kanata_tests::conversion::convert_checked(input, options, tmp.path(), "gem5")
 }
 
 /// Compares what Konata draws for the output with what its gem5 loader draws for the input.

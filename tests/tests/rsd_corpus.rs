@@ -23,7 +23,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use kanata_pp::{convert, Destination, Options, Report, Rule};
-use kanata_tests::{canonical, diff_views, load, Compare, RetireKind, View};
+use kanata_tests::{diff_views, load, Compare, RetireKind, View};
 
 fn corpus() -> Option<PathBuf> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/rsd");
@@ -55,38 +55,9 @@ fn corpus_pairs(dir: &Path) -> Vec<(PathBuf, PathBuf)> {
 #[track_caller]
 fn convert_checked(input: &Path) -> (Report, Vec<u8>, View) {
     let tmp = tempfile::tempdir().unwrap();
-    let out = tmp.path().join("out.kanata");
-    let mut options = Options::new(Destination::Path(out.clone()));
+    let mut options = Options::new(Destination::Check);
     options.max_examples = usize::MAX;
-    let report = match convert(input, &options) {
-        Ok(report) => report,
-        Err(err) => panic!("{}: conversion failed: {err}", input.display()),
-    };
-    assert_eq!(report.format.name(), "rsd");
-    let output = fs::read(&out).unwrap();
-    if let Err(violations) = canonical::check(&output) {
-        panic!(
-            "{}: output not canonical: {:?}",
-            input.display(),
-            &violations[..violations.len().min(10)]
-        );
-    }
-    let view = load(&output);
-    assert!(
-        view.warnings.is_empty(),
-        "{}: Konata warns: {:?}",
-        input.display(),
-        &view.warnings[..view.warnings.len().min(10)]
-    );
-    let again = tmp.path().join("again.kanata");
-    let report_again = convert(&out, &Options::new(Destination::Path(again.clone()))).unwrap();
-    assert_eq!(report_again.diagnostics.total(), 0, "{}", input.display());
-    assert!(
-        fs::read(&again).unwrap() == output,
-        "{}: converting the output again changed it",
-        input.display()
-    );
-    (report, output, view)
+    kanata_tests::conversion::convert_checked(input, options, tmp.path(), "rsd")
 }
 
 #[test]
