@@ -526,22 +526,43 @@ fn classify_other(line: &[u8]) -> Line<&[u8]> {
     }
 }
 
+/// The high bit of each byte of `word` that is a TAB (exact: no false positives).
+#[inline(always)]
+fn tab_mask(word: u64) -> u64 {
+    const LOW7: u64 = 0x7f7f_7f7f_7f7f_7f7f;
+    let x = word ^ 0x0909_0909_0909_0909;
+    !(((x & LOW7).wrapping_add(LOW7)) | x | LOW7)
+}
+
 /// Splits the fixed fields: on TABs if the line has any, else on runs of white space (Q19).
-#[inline]
+#[inline(always)]
 fn split(line: &[u8]) -> Fields<'_> {
-    // One pass over the line finds the first four TABs and counts the rest: lines are short,
-    // and a loop beats a `memchr` call per field at these lengths.
+    // One pass over the line finds the first four TABs and counts the rest, eight bytes at a
+    // time: lines are short, and this beats both a byte loop and a `memchr` call per field.
     let mut tabs = [0usize; 4];
     let mut found = 0;
     let mut extra_tabs = 0;
-    for (at, &b) in line.iter().enumerate() {
+    let mut record = |at: usize| {
+        if found < 4 {
+            tabs[found] = at;
+            found += 1;
+        } else {
+            extra_tabs += 1;
+        }
+    };
+    let mut words = line.chunks_exact(8);
+    let mut base = 0;
+    for word in &mut words {
+        let mut tab_bytes = tab_mask(u64::from_le_bytes(word.try_into().expect("8 bytes")));
+        while tab_bytes != 0 {
+            record(base + (tab_bytes.trailing_zeros() / 8) as usize);
+            tab_bytes &= tab_bytes - 1;
+        }
+        base += 8;
+    }
+    for (at, &b) in words.remainder().iter().enumerate() {
         if b == b'\t' {
-            if found < 4 {
-                tabs[found] = at;
-                found += 1;
-            } else {
-                extra_tabs += 1;
-            }
+            record(base + at);
         }
     }
     if found == 0 {
@@ -844,6 +865,25 @@ mod tests {
             parse("Kanata\t0004    ").0,
             "Header { version: [48, 48, 48, 52] }"
         );
+    }
+
+    #[test]
+    fn tabs_are_found_at_every_position_of_a_word() {
+        for len in 0..24 {
+            for at in 0..len {
+                let mut line = vec![b'x'; len];
+                line[at] = b'\t';
+                if at + 1 < len {
+                    line[at + 1] = 0x01; // a borrow must not flag the byte after a TAB
+                }
+                let f = split(&line);
+                assert!(f.tabbed, "{len} {at}");
+                assert_eq!(f.fields[0].len(), at, "{len} {at}");
+            }
+        }
+        let f = split(b"S\t1\t0\tF\tx\ty");
+        assert_eq!(f.fields, [&b"S"[..], b"1", b"0", b"F"]);
+        assert!(f.extra_fields);
     }
 
     #[test]
