@@ -67,12 +67,18 @@ pub(crate) enum Resolved {
 
 /// The map from input file ids to output instructions; `L` is what the caller keeps per
 /// live instruction.
+///
+/// Most writers give every instruction a new, larger id than the one before. While that holds
+/// the last [`PRODUCER_HORIZON`] input ids, kept in output order, are sorted, and a finished
+/// instruction is found by binary search among them: no map of a million finished ids to keep
+/// up (whose every update would miss the cache). The first id that breaks the order switches
+/// to such a map, built once from the ids kept.
 pub(crate) struct Ids<L> {
     live: IdMap<i64, (InsnId, L)>,
-    /// Finished instructions by input id, the most recent instance of each.
-    finished: IdMap<i64, InsnId>,
-    /// Input id of each of the last `PRODUCER_HORIZON` output ids, oldest first, to forget
-    /// finished instructions in order.
+    /// Finished instructions by input id, the most recent instance of each; only once ids are
+    /// no longer increasing.
+    finished: Option<IdMap<i64, InsnId>>,
+    /// Input id of each of the last `PRODUCER_HORIZON` output ids, oldest first.
     recent: VecDeque<i64>,
     /// Output id of `recent[0]`.
     recent_base: u64,
@@ -82,7 +88,7 @@ impl<L> Ids<L> {
     pub(crate) fn new() -> Ids<L> {
         Ids {
             live: IdMap::default(),
-            finished: IdMap::default(),
+            finished: None,
             recent: VecDeque::new(),
             recent_base: 0,
         }
@@ -99,15 +105,29 @@ impl<L> Ids<L> {
         if let Some(&(insn, _)) = self.live.get(&id) {
             return Resolved::Live(insn);
         }
-        match self.finished.get(&id) {
-            Some(&insn) if out_id(insn) >= self.recent_base => Resolved::Finished(insn),
+        let found = match &self.finished {
+            Some(finished) => finished.get(&id).copied(),
+            // Increasing ids: the output id is the position among the recent ones.
+            None => self
+                .recent
+                .binary_search(&id)
+                .ok()
+                .map(|at| InsnId::from_raw(self.recent_base + at as u64)),
+        };
+        match found {
+            Some(insn) if out_id(insn) >= self.recent_base => Resolved::Finished(insn),
             _ => Resolved::Unknown,
         }
     }
 
     /// Input id `id` now names the new live instruction `insn` (the next output id).
     pub(crate) fn begin(&mut self, id: i64, insn: InsnId, keep: L) {
-        self.finished.remove(&id);
+        if self.finished.is_none() && self.recent.back().is_some_and(|&last| id <= last) {
+            self.switch_to_map();
+        }
+        if let Some(finished) = &mut self.finished {
+            finished.remove(&id);
+        }
         self.live.insert(id, (insn, keep));
         if self.recent.is_empty() {
             self.recent_base = out_id(insn);
@@ -117,22 +137,34 @@ impl<L> Ids<L> {
             if let Some(old) = self.recent.pop_front() {
                 let old_out = self.recent_base;
                 self.recent_base += 1;
-                if self
-                    .finished
-                    .get(&old)
-                    .is_some_and(|&i| out_id(i) == old_out)
-                {
-                    self.finished.remove(&old);
+                if let Some(finished) = &mut self.finished {
+                    if finished.get(&old).is_some_and(|&i| out_id(i) == old_out) {
+                        finished.remove(&old);
+                    }
                 }
             }
         }
     }
 
+    /// Ids stopped increasing: from now on finished instructions are looked up in a map.
+    #[cold]
+    fn switch_to_map(&mut self) {
+        let mut finished = IdMap::default();
+        for (at, &id) in self.recent.iter().enumerate() {
+            if !self.live.contains_key(&id) {
+                finished.insert(id, InsnId::from_raw(self.recent_base + at as u64));
+            }
+        }
+        self.finished = Some(finished);
+    }
+
     /// The live instruction `id` ended.
     pub(crate) fn end(&mut self, id: i64) -> Option<(InsnId, L)> {
         let (insn, keep) = self.live.remove(&id)?;
-        if out_id(insn) >= self.recent_base {
-            self.finished.insert(id, insn);
+        if let Some(finished) = &mut self.finished {
+            if out_id(insn) >= self.recent_base {
+                finished.insert(id, insn);
+            }
         }
         Some((insn, keep))
     }
@@ -152,4 +184,37 @@ impl<L> Ids<L> {
 /// The output file id of a traced instruction (every instruction kanata-pp writes is).
 pub(crate) fn out_id(insn: InsnId) -> u64 {
     insn.file_id().unwrap_or(u64::MAX)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn insn(out: u64) -> InsnId {
+        InsnId::from_raw(out)
+    }
+
+    #[test]
+    fn finished_ids_resolve_before_and_after_ids_stop_increasing() {
+        let mut ids = Ids::<()>::new();
+        for (out, id) in [10i64, 20, 30].into_iter().enumerate() {
+            ids.begin(id, insn(out as u64), ());
+        }
+        ids.end(20);
+        assert_eq!(ids.resolve(20), Resolved::Finished(insn(1)));
+        assert_eq!(ids.resolve(30), Resolved::Live(insn(2)));
+        assert_eq!(ids.resolve(25), Resolved::Unknown);
+        // Id 20 used again: a new instruction; the map takes over.
+        ids.begin(20, insn(3), ());
+        assert!(ids.finished.is_some());
+        assert_eq!(ids.resolve(20), Resolved::Live(insn(3)));
+        ids.end(10);
+        ids.end(20);
+        assert_eq!(ids.resolve(10), Resolved::Finished(insn(0)));
+        assert_eq!(
+            ids.resolve(20),
+            Resolved::Finished(insn(3)),
+            "the most recent instance"
+        );
+    }
 }
