@@ -12,14 +12,9 @@ use kanata_writer::Finished;
 
 use crate::diag::{Diagnostics, Rule};
 use crate::error::Error;
-use crate::input::Lines;
 use crate::kanata_parse::{Command, Line, LineParser};
 use crate::normalize::{shorten, KanataNormalizer};
 use crate::progress::Progress;
-
-/// Lines per batch: large enough that a batch's hand-over costs nothing per line, small
-/// enough that the two threads overlap from the start.
-const BATCH_LINES: usize = 8192;
 
 /// Batches in flight between the threads; a few bound the memory a fast reader can take.
 const BATCHES_IN_FLIGHT: usize = 4;
@@ -125,11 +120,13 @@ impl KanataReader {
     }
 }
 
-/// Where a piece of text sits in a [`Batch`].
+/// Where a piece of text sits in a [`Batch`]: in the block of input, or among the texts the
+/// parser rebuilt.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Span {
     start: u32,
     len: u32,
+    rebuilt: bool,
 }
 
 /// One line of a batch: its number, its text, and what the parser made of it.
@@ -142,8 +139,10 @@ struct Item {
 /// Parsed lines on their way from the reading thread to the normalizer.
 #[derive(Default)]
 struct Batch {
-    /// The text of every line, and of labels the parser rebuilt (Q9).
+    /// A block of the input, whole lines only: the lines' text is read straight into it.
     text: Vec<u8>,
+    /// Label text the parser rebuilt from several fields (Q9).
+    rebuilt: Vec<u8>,
     items: Vec<Item>,
     /// What stopped the reader after these lines: an error, or the end of the input (with
     /// the number of lines read).
@@ -151,30 +150,33 @@ struct Batch {
 }
 
 impl Batch {
-    fn push(&mut self, bytes: &[u8]) -> Span {
-        let start = self.text.len() as u32;
-        self.text.extend_from_slice(bytes);
+    fn get(&self, span: Span) -> &[u8] {
+        let text = if span.rebuilt {
+            &self.rebuilt
+        } else {
+            &self.text
+        };
+        &text[span.start as usize..(span.start + span.len) as usize]
+    }
+}
+
+/// `piece` as a span of `block` when it is a slice of it, else copied into `rebuilt`.
+fn span(piece: &[u8], block: &[u8], rebuilt: &mut Vec<u8>) -> Span {
+    let offset = (piece.as_ptr() as usize).wrapping_sub(block.as_ptr() as usize);
+    if offset <= block.len() && offset + piece.len() <= block.len() {
+        Span {
+            start: offset as u32,
+            len: piece.len() as u32,
+            rebuilt: false,
+        }
+    } else {
+        let start = rebuilt.len() as u32;
+        rebuilt.extend_from_slice(piece);
         Span {
             start,
-            len: bytes.len() as u32,
+            len: piece.len() as u32,
+            rebuilt: true,
         }
-    }
-
-    /// `piece` as a span: inside `line` (at `line_span`) when it is a slice of it, else copied.
-    fn span(&mut self, piece: &[u8], line: &[u8], line_span: Span) -> Span {
-        let offset = (piece.as_ptr() as usize).wrapping_sub(line.as_ptr() as usize);
-        if offset <= line.len() && offset + piece.len() <= line.len() {
-            Span {
-                start: line_span.start + offset as u32,
-                len: piece.len() as u32,
-            }
-        } else {
-            self.push(piece)
-        }
-    }
-
-    fn get(&self, span: Span) -> &[u8] {
-        &self.text[span.start as usize..(span.start + span.len) as usize]
     }
 }
 
@@ -227,24 +229,55 @@ pub(crate) fn run<W: Write + Send + 'static>(
     Ok((finished, lines))
 }
 
-/// The reading thread: lines in, parsed batches out, until the input ends or an error.
+/// Bytes read into a batch at a time.
+const BLOCK: usize = 1 << 20;
+
+/// Where the reading thread is in the input.
+struct Position {
+    /// The number of the last line read.
+    number: u64,
+    eof: bool,
+    /// Whether the last line had no line end.
+    unterminated: bool,
+}
+
+/// The reading thread: blocks of input in, batches of parsed lines out, until the input ends
+/// or an error. Lines are parsed where they were read, so their text is never copied.
 fn read_batches(
-    input: Box<dyn Read + Send>,
+    mut input: Box<dyn Read + Send>,
     prefix: Option<Vec<u8>>,
     diag: &mut Diagnostics,
     progress: &Progress,
     full: mpsc::SyncSender<Batch>,
     empty: mpsc::Receiver<Batch>,
 ) {
-    let mut lines = Lines::new(input);
     let mut reader = KanataReader::new(prefix);
+    let mut at = Position {
+        number: 0,
+        eof: false,
+        unterminated: false,
+    };
+    // The start of a line cut by the end of the previous block.
+    let mut carry = Vec::new();
     loop {
         let mut batch = empty.try_recv().unwrap_or_default();
         batch.text.clear();
+        batch.rebuilt.clear();
         batch.items.clear();
-        batch.end = None;
-        while batch.items.len() < BATCH_LINES && batch.end.is_none() {
-            batch.end = read_one(&mut lines, &mut reader, &mut batch, diag);
+        batch.text.append(&mut carry);
+        batch.end = fill(&mut input, &mut batch.text, &mut at).err();
+        if batch.end.is_none() {
+            // Whole lines only; the cut one waits for the next block.
+            let whole = match memchr::memrchr(b'\n', &batch.text) {
+                Some(last) if !at.eof => last + 1,
+                _ => batch.text.len(),
+            };
+            carry.extend_from_slice(&batch.text[whole..]);
+            batch.text.truncate(whole);
+            batch.end = parse_block(&mut batch, &mut reader, &mut at, diag);
+            if batch.end.is_none() && at.eof {
+                batch.end = Some(end_of_input(&at, &reader, diag));
+            }
         }
         progress.update();
         let last = batch.end.is_some();
@@ -254,47 +287,110 @@ fn read_batches(
     }
 }
 
-/// Reads one line into `batch`; `Some` when the input ended or reading must stop.
-fn read_one(
-    lines: &mut Lines<Box<dyn Read + Send>>,
-    reader: &mut KanataReader,
+/// Reads into `text` until it holds a whole line (or the input ends).
+fn fill(
+    input: &mut Box<dyn Read + Send>,
+    text: &mut Vec<u8>,
+    at: &mut Position,
+) -> Result<(), Result<u64, Error>> {
+    let mut searched = 0;
+    while !at.eof {
+        let start = text.len();
+        text.resize(start + BLOCK, 0);
+        let read = loop {
+            match input.read(&mut text[start..]) {
+                Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
+                result => break result,
+            }
+        };
+        match read {
+            Ok(0) => {
+                text.truncate(start);
+                at.eof = true;
+            }
+            Ok(n) => {
+                text.truncate(start + n);
+                if memchr::memchr(b'\n', &text[searched..]).is_some() {
+                    return Ok(());
+                }
+                searched = text.len();
+            }
+            Err(err) => {
+                text.truncate(start);
+                return Err(Err(Error::at_line(
+                    at.number + 1,
+                    format!("cannot read the input: {err}"),
+                )));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Parses the whole lines of `batch.text`; `Some` when reading must stop.
+fn parse_block(
     batch: &mut Batch,
+    reader: &mut KanataReader,
+    at: &mut Position,
     diag: &mut Diagnostics,
 ) -> Option<Result<u64, Error>> {
-    let (number, had_cr, line) = match lines.next_line() {
-        Ok(Some(line)) => line,
-        Ok(None) => return Some(end_of_input(lines, reader, diag)),
-        Err(err) => {
-            return Some(Err(Error::at_line(
-                lines.number + 1,
-                format!("cannot read the input: {err}"),
-            )))
+    let block = std::mem::take(&mut batch.text);
+    let stop = parse_lines(&block, batch, reader, at, diag);
+    batch.text = block;
+    stop
+}
+
+fn parse_lines(
+    block: &[u8],
+    batch: &mut Batch,
+    reader: &mut KanataReader,
+    at: &mut Position,
+    diag: &mut Diagnostics,
+) -> Option<Result<u64, Error>> {
+    let mut start = 0;
+    while start < block.len() {
+        let (end, next) = match memchr::memchr(b'\n', &block[start..]) {
+            Some(n) => (start + n, start + n + 1),
+            None => {
+                at.unterminated = true;
+                (block.len(), block.len())
+            }
+        };
+        at.number += 1;
+        let number = at.number;
+        let had_cr = end > start && block[end - 1] == b'\r';
+        let line = &block[start..end - usize::from(had_cr)];
+        start = next;
+        if had_cr {
+            diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
-    };
-    if had_cr {
-        diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
-    }
-    match reader.read(line, number, diag) {
-        Ok(None) => {}
-        Ok(Some((Line::Fatal(message), _))) => return Some(Err(Error::at_line(number, message))),
-        Ok(Some((parsed, text))) => {
-            let line_span = batch.push(text);
-            let parsed = parsed.map(|piece| batch.span(piece, text, line_span));
-            batch.items.push(Item {
-                number,
-                text: line_span,
-                parsed,
-            });
+        match reader.read(line, number, diag) {
+            Ok(None) => {}
+            Ok(Some((Line::Fatal(message), _))) => {
+                return Some(Err(Error::at_line(number, message)))
+            }
+            Ok(Some((parsed, text))) => {
+                let text = span(text, block, &mut batch.rebuilt);
+                let parsed = parsed.map(|piece| span(piece, block, &mut batch.rebuilt));
+                batch.items.push(Item {
+                    number,
+                    text,
+                    parsed,
+                });
+            }
+            Err(error) => return Some(Err(error)),
         }
-        Err(error) => return Some(Err(error)),
+        // A repair under --strict ends the conversion at the line that needed it.
+        if let Some(error) = strict_error(diag) {
+            return Some(Err(error));
+        }
     }
-    // A repair under --strict ends the conversion at the line that needed it.
-    strict_error(diag).map(Err)
+    None
 }
 
 /// The end of the input: the checks that need all of it.
 fn end_of_input(
-    lines: &Lines<Box<dyn Read + Send>>,
+    at: &Position,
     reader: &KanataReader,
     diag: &mut Diagnostics,
 ) -> Result<u64, Error> {
@@ -304,15 +400,15 @@ fn end_of_input(
             "empty input: not a Kanata log",
         ));
     }
-    if lines.unterminated {
-        diag.report(Rule::Q3, lines.number, || {
+    if at.unterminated {
+        diag.report(Rule::Q3, at.number, || {
             "no line end after the last line".to_owned()
         });
         if let Some(error) = strict_error(diag) {
             return Err(error);
         }
     }
-    Ok(lines.number)
+    Ok(at.number)
 }
 
 /// The `--strict` error for the first repair, if there was one.
@@ -326,4 +422,46 @@ pub(crate) fn strict_error(diag: &Diagnostics) -> Option<Error> {
         0 => error,
         line => error.with_line(line),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::normalize::Repairs;
+    use kanata_writer::WriterBuilder;
+
+    fn convert(input: Vec<u8>) -> (Vec<u8>, Diagnostics) {
+        let normalizer =
+            KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
+        let mut diag = Diagnostics::new(10, false);
+        let progress = Progress::new(false, None, "test", None);
+        let (finished, _) = run(
+            Box::new(std::io::Cursor::new(input)),
+            normalizer,
+            None,
+            &mut diag,
+            &progress,
+        )
+        .unwrap();
+        (finished.output, diag)
+    }
+
+    #[test]
+    fn lines_across_blocks_and_longer_than_a_block_are_read_whole() {
+        let label = "x".repeat(BLOCK * 2 + 17);
+        let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
+        // Enough short lines that some cross the end of the first block.
+        for id in 0..60_000 {
+            input.extend_from_slice(format!("I\t{id}\t{id}\t0\nR\t{id}\t{id}\t0\n").as_bytes());
+        }
+        input.extend_from_slice(format!("I\t60000\t0\t0\nL\t60000\t0\t{label}\r\nC\t1").as_bytes());
+        let (output, diag) = convert(input);
+        let text = String::from_utf8(output).unwrap();
+        assert!(text.contains(&format!("L\t60000\t0\t{label}\nC\t1\n")));
+        assert_eq!(text.matches("\nR\t").count(), 60_000);
+        // The CR LF line and the missing final line end, reported at their line numbers.
+        let q3 = &diag.rules()[&Rule::Q3].examples;
+        let lines: Vec<u64> = q3.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [120_004, 120_005]);
+    }
 }
