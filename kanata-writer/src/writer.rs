@@ -25,7 +25,9 @@ use crate::window::{Phase, Window, WindowState};
 pub struct InsnId(u64);
 
 impl InsnId {
-    const UNTRACED: InsnId = InsnId(u64::MAX);
+    /// The handle of every instruction outside the window: calls on it are accepted and
+    /// write nothing.
+    pub const UNTRACED: InsnId = InsnId(u64::MAX);
 
     /// The id written in the file, or `None` for an instruction outside the window.
     ///
@@ -63,7 +65,7 @@ impl InsnId {
     /// assert!(w.retire(kanata_writer::InsnId::from_raw(7)).is_err());
     /// # Ok(()) }
     /// ```
-    pub fn from_raw(raw: u64) -> InsnId {
+    pub const fn from_raw(raw: u64) -> InsnId {
         InsnId(raw)
     }
 }
