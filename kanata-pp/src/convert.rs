@@ -1,6 +1,7 @@
 //! One conversion, callable from Rust: read an input, normalize it, write the output through
 //! a temporary file that is renamed into place only when everything succeeded.
 
+use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -280,7 +281,38 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
             )?;
             (summary, lines, None, 0, stats)
         }
-        Destination::Path(path) => {
+        Destination::Path(path) if is_special_file(path) => {
+            // A device or a pipe (`-o /dev/null`, a FIFO) is written in place: a temporary
+            // file renamed over it would replace the device itself with a regular file.
+            builder.background(true);
+            let file = fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|err| {
+                    Error::new(
+                        ErrorKind::Io,
+                        format!("cannot write {}: {err}", path.display()),
+                    )
+                })?;
+            let (summary, lines, stats) = run_to(
+                format,
+                opened.reader,
+                builder,
+                file,
+                compression,
+                options,
+                &mut diag,
+                &progress,
+            )?;
+            (summary, lines, Some(path.clone()), 0, stats)
+        }
+        Destination::Path(link) => {
+            // Through a symbolic link, the file it names is replaced, not the link.
+            let resolved = match fs::symlink_metadata(link) {
+                Ok(meta) if meta.file_type().is_symlink() => fs::canonicalize(link).ok(),
+                _ => None,
+            };
+            let path = resolved.as_deref().unwrap_or(link);
             builder.background(true);
             let dir = match path.parent() {
                 Some(dir) if !dir.as_os_str().is_empty() => dir,
@@ -321,7 +353,7 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
                     format!("cannot write {}: {}", path.display(), err.error),
                 )
             })?;
-            (summary, lines, Some(path.clone()), bytes_out, stats)
+            (summary, lines, Some(link.clone()), bytes_out, stats)
         }
     };
     progress.finish();
@@ -339,6 +371,11 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
         seconds: started.elapsed().as_secs_f64(),
         stats,
     })
+}
+
+/// Whether `path` exists and is not a regular file (a device, a FIFO, a socket).
+fn is_special_file(path: &Path) -> bool {
+    fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
 }
 
 /// Runs the conversion into `output`; with `--stats`, the statistics are taken from the

@@ -910,3 +910,40 @@ fn the_output_gets_the_permissions_of_a_newly_created_file() {
     };
     assert_eq!(mode("out.kanata.zst"), mode("reference"));
 }
+
+// ----- outputs that are not regular files -----
+
+#[test]
+fn dash_o_dev_null_writes_into_the_device_and_leaves_it_a_device() {
+    use std::os::unix::fs::FileTypeExt;
+    // A temporary file renamed over /dev/null would replace the device with a regular file
+    // and break every later reader of /dev/null on the machine.
+    let dir = dir_with(&[("run.log", SLOPPY.as_bytes())]);
+    for output in ["/dev/null"] {
+        run_in(dir.path(), &["-q", "run.log", "-o", output], None).assert_code(0);
+        let meta = std::fs::metadata(output).unwrap();
+        assert!(
+            meta.file_type().is_char_device(),
+            "{output} is no longer a device"
+        );
+    }
+    assert_eq!(
+        entries(dir.path()),
+        ["run.log"],
+        "no temporary file left beside it"
+    );
+}
+
+#[test]
+fn an_output_through_a_symbolic_link_replaces_the_file_and_keeps_the_link() {
+    let dir = dir_with(&[("run.log", SLOPPY.as_bytes()), ("real.kanata", b"old")]);
+    std::os::unix::fs::symlink("real.kanata", dir.path().join("out.kanata")).unwrap();
+    run_in(dir.path(), &["-q", "run.log", "-o", "out.kanata"], None).assert_code(0);
+    let link = std::fs::symlink_metadata(dir.path().join("out.kanata")).unwrap();
+    assert!(link.file_type().is_symlink(), "the link is kept");
+    let text = std::fs::read(dir.path().join("real.kanata")).unwrap();
+    assert!(
+        text.starts_with(b"Kanata\t0004\n"),
+        "the file it names is written"
+    );
+}
