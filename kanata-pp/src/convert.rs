@@ -159,10 +159,9 @@ pub fn output_stem(input: &Path) -> Option<&str> {
 
 /// Checks a compression level before any work: out of range is a usage error.
 pub fn check_level(compression: Compression, level: Option<i32>) -> Result<(), Error> {
-    match CompressWriter::new(io::sink(), compression, level) {
-        Ok(_) => Ok(()),
-        Err(err) => Err(Error::new(ErrorKind::Usage, err.to_string())),
-    }
+    compression
+        .check_level(level.unwrap_or(compression.default_level()))
+        .map_err(|err| Error::new(ErrorKind::Usage, err.to_string()))
 }
 
 /// The output compression: the option, else the output's extension; an extension that
@@ -246,20 +245,11 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
     progress.follow(raw_read.clone());
     let input_compression = opened.compression;
 
-    let (summary, lines_in, output, bytes_out, stats) = match &options.destination {
+    // Where the text goes, and the temporary file that becomes the output at the end.
+    let (sink, compression, temp): (Box<dyn Write + Send>, _, _) = match &options.destination {
         Destination::Check => {
             builder.compression(Compression::None);
-            let (summary, lines, stats) = run_to(
-                format,
-                opened.reader,
-                builder,
-                io::sink(),
-                Compression::None,
-                options,
-                &mut diag,
-                &progress,
-            )?;
-            (summary, lines, None, 0, stats)
+            (Box::new(io::sink()), Compression::None, None)
         }
         Destination::Stdout => {
             if compression != Compression::None && io::IsTerminal::is_terminal(&io::stdout()) {
@@ -268,23 +258,11 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
                     "refusing to write compressed data to a terminal",
                 ));
             }
-            builder.background(true);
-            let (summary, lines, stats) = run_to(
-                format,
-                opened.reader,
-                builder,
-                io::stdout(),
-                compression,
-                options,
-                &mut diag,
-                &progress,
-            )?;
-            (summary, lines, None, 0, stats)
+            (Box::new(io::stdout()), compression, None)
         }
+        // A device or a pipe (`-o /dev/null`, a FIFO) is written in place: a temporary file
+        // renamed over it would replace the device itself with a regular file.
         Destination::Path(path) if is_special_file(path) => {
-            // A device or a pipe (`-o /dev/null`, a FIFO) is written in place: a temporary
-            // file renamed over it would replace the device itself with a regular file.
-            builder.background(true);
             let file = fs::OpenOptions::new()
                 .write(true)
                 .open(path)
@@ -294,67 +272,44 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
                         format!("cannot write {}: {err}", path.display()),
                     )
                 })?;
-            let (summary, lines, stats) = run_to(
-                format,
-                opened.reader,
-                builder,
-                file,
-                compression,
-                options,
-                &mut diag,
-                &progress,
-            )?;
-            (summary, lines, Some(path.clone()), 0, stats)
+            (Box::new(file), compression, None)
         }
-        Destination::Path(link) => {
-            // Through a symbolic link, the file it names is replaced, not the link.
-            let resolved = match fs::symlink_metadata(link) {
-                Ok(meta) if meta.file_type().is_symlink() => fs::canonicalize(link).ok(),
-                _ => None,
-            };
-            let path = resolved.as_deref().unwrap_or(link);
-            builder.background(true);
-            let dir = match path.parent() {
-                Some(dir) if !dir.as_os_str().is_empty() => dir,
-                _ => Path::new("."),
-            };
-            let mut temp = tempfile::Builder::new();
-            temp.prefix(".kanata-pp-").suffix(".tmp");
-            // A temporary file is private (0600) by default; the output should get the
-            // permissions any new file gets (0666 less the umask).
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                temp.permissions(std::fs::Permissions::from_mode(0o666));
-            }
-            let temp = temp.tempfile_in(dir).map_err(|err| {
+        Destination::Path(path) => {
+            let (temp, target) = temp_beside(path)?;
+            (Box::new(temp.reopen()?), compression, Some((temp, target)))
+        }
+    };
+    if options.destination != Destination::Check {
+        builder.background(true);
+    }
+    // On any error `temp` is dropped, which deletes it: no partial output, and an existing
+    // file at the output path stays as it was.
+    let (summary, lines_in, stats) = run_to(
+        format,
+        opened.reader,
+        builder,
+        sink,
+        compression,
+        options,
+        &mut diag,
+        &progress,
+    )?;
+    let bytes_out = match temp {
+        Some((temp, target)) => {
+            let len = temp.as_file().metadata().map(|m| m.len()).unwrap_or(0);
+            temp.persist(&target).map_err(|err| {
                 Error::new(
                     ErrorKind::Io,
-                    format!("cannot create a file in {}: {err}", dir.display()),
+                    format!("cannot write {}: {}", target.display(), err.error),
                 )
             })?;
-            let file = temp.reopen()?;
-            // On any error `temp` is dropped here, which deletes it: no partial output, and
-            // an existing file at `path` stays as it was.
-            let (summary, lines, stats) = run_to(
-                format,
-                opened.reader,
-                builder,
-                file,
-                compression,
-                options,
-                &mut diag,
-                &progress,
-            )?;
-            let bytes_out = temp.as_file().metadata().map(|m| m.len()).unwrap_or(0);
-            temp.persist(path).map_err(|err| {
-                Error::new(
-                    ErrorKind::Io,
-                    format!("cannot write {}: {}", path.display(), err.error),
-                )
-            })?;
-            (summary, lines, Some(link.clone()), bytes_out, stats)
+            len
         }
+        None => 0,
+    };
+    let output = match &options.destination {
+        Destination::Path(path) => Some(path.clone()),
+        _ => None,
     };
     progress.finish();
     Ok(Report {
@@ -371,6 +326,37 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
         seconds: started.elapsed().as_secs_f64(),
         stats,
     })
+}
+
+/// A temporary file in the folder of `path`, and the path it is renamed to at the end: `path`
+/// itself, or the file it names when it is a symbolic link (the link stays).
+fn temp_beside(path: &Path) -> Result<(tempfile::NamedTempFile, PathBuf), Error> {
+    let target = match fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => {
+            fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+        }
+        _ => path.to_owned(),
+    };
+    let dir = match target.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    };
+    let mut temp = tempfile::Builder::new();
+    temp.prefix(".kanata-pp-").suffix(".tmp");
+    // A temporary file is private (0600) by default; the output should get the permissions
+    // any new file gets (0666 less the umask).
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        temp.permissions(std::fs::Permissions::from_mode(0o666));
+    }
+    let temp = temp.tempfile_in(dir).map_err(|err| {
+        Error::new(
+            ErrorKind::Io,
+            format!("cannot create a file in {}: {err}", dir.display()),
+        )
+    })?;
+    Ok((temp, target))
 }
 
 /// Whether `path` exists and is not a regular file (a device, a FIFO, a socket).

@@ -52,7 +52,14 @@ impl Compression {
         }
     }
 
-    pub(crate) fn check_level(self, level: i32) -> Result<()> {
+    /// Checks that `level` is one this compression has (gzip 0–9, zstd its whole range).
+    ///
+    /// ```
+    /// use kanata_writer::Compression;
+    /// assert!(Compression::Zstd.check_level(19).is_ok());
+    /// assert!(Compression::Gzip.check_level(10).is_err());
+    /// ```
+    pub fn check_level(self, level: i32) -> Result<()> {
         let range = match self {
             Compression::None => return Ok(()),
             Compression::Gzip => 0..=9,
