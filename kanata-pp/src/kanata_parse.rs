@@ -200,8 +200,28 @@ fn is_space(b: u8) -> bool {
     matches!(b, b' ' | b'\t' | b'\r' | b'\n' | 0x0b | 0x0c)
 }
 
+/// How many spaces `field` starts with, counted eight bytes at a time: writers that pad
+/// numbers to a fixed width (Q1) put up to a dozen spaces before every number.
+#[inline(always)]
+fn leading_spaces(field: &[u8]) -> usize {
+    const SPACES: u64 = 0x2020_2020_2020_2020;
+    let mut at = 0;
+    while let Some(chunk) = field.get(at..at + 8) {
+        let other = u64::from_le_bytes(chunk.try_into().expect("8 bytes")) ^ SPACES;
+        if other != 0 {
+            return at + (other.trailing_zeros() / 8) as usize;
+        }
+        at += 8;
+    }
+    while field.get(at) == Some(&b' ') {
+        at += 1;
+    }
+    at
+}
+
 #[inline]
-pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
+pub(crate) fn trim(s: &[u8]) -> &[u8] {
+    let mut s = &s[leading_spaces(s)..];
     while let [first, rest @ ..] = s {
         if !is_space(*first) {
             break;
@@ -221,11 +241,13 @@ pub(crate) fn trim(mut s: &[u8]) -> &[u8] {
 /// text was not already plain (padding, `+`, leading zeros).
 #[inline]
 pub(crate) fn parse_int(field: &[u8]) -> Option<(i64, bool)> {
-    // Fast path: plain digits, the canonical form.
-    if !field.is_empty() && field.len() <= 18 {
+    // Fast path: plain digits, the canonical form, or digits padded on the left with spaces.
+    let padding = leading_spaces(field);
+    let digits = &field[padding..];
+    if !digits.is_empty() && digits.len() <= 18 {
         let mut value = 0i64;
         let mut plain = true;
-        for &d in field {
+        for &d in digits {
             let digit = d.wrapping_sub(b'0');
             if digit > 9 {
                 plain = false;
@@ -234,7 +256,7 @@ pub(crate) fn parse_int(field: &[u8]) -> Option<(i64, bool)> {
             value = value * 10 + i64::from(digit);
         }
         if plain {
-            let canonical = field.len() == 1 || field[0] != b'0';
+            let canonical = padding == 0 && (digits.len() == 1 || digits[0] != b'0');
             return Some((value, canonical));
         }
     }
@@ -694,12 +716,15 @@ fn lane_field(
 
 /// Whether `field` is a decimal integer too large for 64 bits (rather than not a number).
 fn is_out_of_range(field: &[u8]) -> bool {
+    if parse_int(field).is_some() {
+        return false;
+    }
     let trimmed = trim(field);
     let digits = trimmed
         .strip_prefix(b"-")
         .or_else(|| trimmed.strip_prefix(b"+"))
         .unwrap_or(trimmed);
-    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit) && parse_int(field).is_none()
+    !digits.is_empty() && digits.iter().all(u8::is_ascii_digit)
 }
 
 /// Parses a simulator id: any value of 64 bits, signed or unsigned.
@@ -719,7 +744,8 @@ fn parse_wide(field: &[u8]) -> Option<(i128, bool)> {
 
 /// Q3: ` // comment` after the fields of a non-label line: a `//` after white space.
 fn strip_trailing_comment<'a>(line: &'a [u8], lineno: u64, diag: &mut Diagnostics) -> &'a [u8] {
-    if !line.contains(&b'/') {
+    // memchr, not `contains`: the latter's generic loop costs more on short lines.
+    if memchr(b'/', line).is_none() {
         return line;
     }
     let mut from = 0;
