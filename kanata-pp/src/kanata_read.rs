@@ -4,8 +4,14 @@
 //! the instructions on the calling thread. Parsed lines cross in batches, their text copied
 //! once into the batch, so neither side waits on the other line by line; the result is the
 //! same as reading line after line on one thread, reports and errors included.
+//!
+//! Parsing costs more than normalizing when little is written (`--check`, plain output), so
+//! the two threads share it: when the normalizer finds no batch waiting, the reader sends its
+//! next block unparsed and the normalizer parses that one itself, while the reader goes on
+//! with the next. Which thread parses a block changes nothing in the result.
 
 use std::io::{Read, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 
 use kanata_writer::Finished;
@@ -144,6 +150,9 @@ struct Batch {
     /// Label text the parser rebuilt from several fields (Q9).
     rebuilt: Vec<u8>,
     items: Vec<Item>,
+    /// `Some(n)` when `text` is left for the normalizer to parse: whole lines, the first of
+    /// them line `n`. `items` is empty then.
+    unparsed_from: Option<u64>,
     /// What stopped the reader after these lines: an error, or the end of the input (with
     /// the number of lines read).
     end: Option<Result<u64, Error>>,
@@ -184,19 +193,84 @@ fn span(piece: &[u8], block: &[u8], rebuilt: &mut Vec<u8>) -> Span {
 /// the normalizer runs here. Returns the finished output and the number of input lines.
 pub(crate) fn run<W: Write + Send + 'static>(
     input: Box<dyn Read + Send>,
-    mut normalizer: KanataNormalizer<W>,
+    normalizer: KanataNormalizer<W>,
     prefix: Option<Vec<u8>>,
     diag: &mut Diagnostics,
     progress: &Progress,
 ) -> Result<(Finished<W>, u64), Error> {
+    run_sharing(input, normalizer, prefix, diag, progress, Sharing::WhenIdle)
+}
+
+/// Which blocks the reader leaves for the normalizer to parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Sharing {
+    /// The next one whenever the normalizer has waited for work.
+    WhenIdle,
+    /// Every one it can, whatever the timing (tests of the normalizer's parsing).
+    #[cfg(test)]
+    All,
+}
+
+fn run_sharing<W: Write + Send + 'static>(
+    input: Box<dyn Read + Send>,
+    mut normalizer: KanataNormalizer<W>,
+    prefix: Option<Vec<u8>>,
+    diag: &mut Diagnostics,
+    progress: &Progress,
+    sharing: Sharing,
+) -> Result<(Finished<W>, u64), Error> {
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
     let mut reader_diag = diag.empty_like();
+    // The normalizer's own parser, for the blocks the reader leaves unparsed (never the
+    // header: the reader parses until the header is behind it).
+    let mut own_reader = KanataReader::new(prefix.clone());
+    own_reader.in_header = false;
+    let waiting = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
         let reader_diag = &mut reader_diag;
-        scope.spawn(move || read_batches(input, prefix, reader_diag, progress, full_tx, empty_rx));
+        let waiting = &waiting;
+        scope.spawn(move || {
+            read_batches(
+                input,
+                prefix,
+                reader_diag,
+                progress,
+                (sharing, waiting),
+                full_tx,
+                empty_rx,
+            )
+        });
         let mut end = None;
-        for mut batch in full_rx {
+        loop {
+            let mut batch = match full_rx.try_recv() {
+                Ok(batch) => batch,
+                Err(mpsc::TryRecvError::Disconnected) => break,
+                Err(mpsc::TryRecvError::Empty) => {
+                    waiting.store(true, Ordering::Relaxed);
+                    match full_rx.recv() {
+                        Ok(batch) => batch,
+                        Err(mpsc::RecvError) => break,
+                    }
+                }
+            };
+            if let Some(first) = batch.unparsed_from {
+                let mut at = Position {
+                    number: first - 1,
+                    eof: false,
+                    unterminated: false,
+                };
+                let stop = parse_lines(
+                    &batch.text,
+                    &mut own_reader,
+                    &mut at,
+                    diag,
+                    |number, parsed, text, diag| normalizer.parsed(parsed, text, number, diag),
+                );
+                if let Some(Err(error)) = stop {
+                    return Err(error);
+                }
+            }
             for item in &batch.items {
                 let parsed = item.parsed.clone().map(|span| batch.get(span));
                 normalizer.parsed(parsed, batch.get(item.text), item.number, diag)?;
@@ -248,6 +322,7 @@ fn read_batches(
     prefix: Option<Vec<u8>>,
     diag: &mut Diagnostics,
     progress: &Progress,
+    (sharing, normalizer_waiting): (Sharing, &AtomicBool),
     full: mpsc::SyncSender<Batch>,
     empty: mpsc::Receiver<Batch>,
 ) {
@@ -264,6 +339,7 @@ fn read_batches(
         batch.text.clear();
         batch.rebuilt.clear();
         batch.items.clear();
+        batch.unparsed_from = None;
         batch.text.append(&mut carry);
         batch.end = fill(&mut input, &mut batch.text, &mut at).err();
         if batch.end.is_none() {
@@ -274,7 +350,18 @@ fn read_batches(
             };
             carry.extend_from_slice(&batch.text[whole..]);
             batch.text.truncate(whole);
-            batch.end = parse_block(&mut batch, &mut reader, &mut at, diag);
+            // Not the last block: that one's end needs the checks of `end_of_input`.
+            let share = match sharing {
+                Sharing::WhenIdle => normalizer_waiting.swap(false, Ordering::Relaxed),
+                #[cfg(test)]
+                Sharing::All => true,
+            };
+            if !at.eof && !reader.in_header && share {
+                batch.unparsed_from = Some(at.number + 1);
+                at.number += count_lines(&batch.text);
+            } else {
+                batch.end = parse_block(&mut batch, &mut reader, &mut at, diag);
+            }
             if batch.end.is_none() && at.eof {
                 batch.end = Some(end_of_input(&at, &reader, diag));
             }
@@ -327,7 +414,13 @@ fn fill(
     Ok(())
 }
 
-/// Parses the whole lines of `batch.text`; `Some` when reading must stop.
+/// The number of lines in `text`, which ends with a line end.
+fn count_lines(text: &[u8]) -> u64 {
+    // A plain count: the compiler vectorizes it, unlike a loop of `memchr` calls.
+    text.iter().filter(|&&b| b == b'\n').count() as u64
+}
+
+/// Parses the whole lines of `batch.text` into its items; `Some` when reading must stop.
 fn parse_block(
     batch: &mut Batch,
     reader: &mut KanataReader,
@@ -335,17 +428,30 @@ fn parse_block(
     diag: &mut Diagnostics,
 ) -> Option<Result<u64, Error>> {
     let block = std::mem::take(&mut batch.text);
-    let stop = parse_lines(&block, batch, reader, at, diag);
+    let rebuilt = &mut batch.rebuilt;
+    let items = &mut batch.items;
+    let stop = parse_lines(&block, reader, at, diag, |number, parsed, text, _| {
+        let text = span(text, &block, rebuilt);
+        let parsed = parsed.map(|piece| span(piece, &block, rebuilt));
+        items.push(Item {
+            number,
+            text,
+            parsed,
+        });
+        Ok(())
+    });
     batch.text = block;
     stop
 }
 
+/// Parses the lines of `block` and hands each to `take` with its number; `Some` when
+/// reading must stop.
 fn parse_lines(
     block: &[u8],
-    batch: &mut Batch,
     reader: &mut KanataReader,
     at: &mut Position,
     diag: &mut Diagnostics,
+    mut take: impl FnMut(u64, Line<&[u8]>, &[u8], &mut Diagnostics) -> Result<(), Error>,
 ) -> Option<Result<u64, Error>> {
     let mut start = 0;
     while start < block.len() {
@@ -370,13 +476,9 @@ fn parse_lines(
                 return Some(Err(Error::at_line(number, message)))
             }
             Ok(Some((parsed, text))) => {
-                let text = span(text, block, &mut batch.rebuilt);
-                let parsed = parsed.map(|piece| span(piece, block, &mut batch.rebuilt));
-                batch.items.push(Item {
-                    number,
-                    text,
-                    parsed,
-                });
+                if let Err(error) = take(number, parsed, text, diag) {
+                    return Some(Err(error));
+                }
             }
             Err(error) => return Some(Err(error)),
         }
@@ -431,19 +533,74 @@ mod tests {
     use kanata_writer::WriterBuilder;
 
     fn convert(input: Vec<u8>) -> (Vec<u8>, Diagnostics) {
+        let (output, diag) = convert_sharing(input, Sharing::WhenIdle, false);
+        (output.unwrap(), diag)
+    }
+
+    fn convert_sharing(
+        input: Vec<u8>,
+        sharing: Sharing,
+        strict: bool,
+    ) -> (Result<Vec<u8>, String>, Diagnostics) {
         let normalizer =
             KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
-        let mut diag = Diagnostics::new(10, false);
+        let mut diag = Diagnostics::new(3, strict);
         let progress = Progress::new(false, None, "test", None);
-        let (finished, _) = run(
+        let result = run_sharing(
             Box::new(std::io::Cursor::new(input)),
             normalizer,
             None,
             &mut diag,
             &progress,
-        )
-        .unwrap();
-        (finished.output, diag)
+            sharing,
+        );
+        let output = result
+            .map(|(finished, _)| finished.output)
+            .map_err(|e| e.to_string());
+        (output, diag)
+    }
+
+    /// A log of several blocks with repairs on both sides of every block edge.
+    fn sloppy_blocks() -> Vec<u8> {
+        let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
+        for id in 0..120_000 {
+            let line = match id % 5 {
+                0 => format!("I\t{id:8}\t{id}\t0\r\nS\t{id}\t0\tF\nR\t{id}\t{id}\t0\n"),
+                1 => format!("I\t{id}\t{id}\t0\nL\t{id}\t0\tx\ty\nR\t{id}\t{id}\t0\n"),
+                2 => format!("I\t{id}\t{id}\t0\n# comment\nR\t{id}\t{id}\t0\nC\t1\n"),
+                3 => format!("I\t{id}\t{id}\t0\nL\t{id}\t0\ta\nb\nR\t{id}\t{id}\t0\n"),
+                _ => format!("I\t{id}\t{id}\t0\nS\t{id}\t01\tX\nR\t{id}\t{id}\t0\n"),
+            };
+            input.extend_from_slice(line.as_bytes());
+        }
+        input
+    }
+
+    #[test]
+    fn blocks_parsed_by_the_normalizer_give_the_same_output_and_reports() {
+        let input = sloppy_blocks();
+        assert!(input.len() > 3 * BLOCK);
+        let (alone, alone_diag) = convert_sharing(input.clone(), Sharing::WhenIdle, false);
+        let (shared, shared_diag) = convert_sharing(input, Sharing::All, false);
+        assert_eq!(alone.unwrap(), shared.unwrap());
+        assert_eq!(format!("{alone_diag:?}"), format!("{shared_diag:?}"));
+        for rule in [Rule::Q1, Rule::Q3, Rule::Q8, Rule::Q9, Rule::Q20] {
+            assert!(shared_diag.rules().contains_key(&rule), "{rule:?}");
+        }
+    }
+
+    #[test]
+    fn strict_stops_at_the_first_repair_in_a_block_the_normalizer_parsed() {
+        let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
+        for id in 0..100_000 {
+            input.extend_from_slice(format!("I\t{id}\t{id}\t0\nR\t{id}\t{id}\t0\n").as_bytes());
+        }
+        let bad_line = input.iter().filter(|&&b| b == b'\n').count() + 1;
+        input.extend_from_slice(b"C\t 1\n");
+        let (result, _) = convert_sharing(input, Sharing::All, true);
+        let error = result.unwrap_err();
+        assert!(error.contains(&format!("line {bad_line}")), "{error}");
+        assert!(error.contains("Q1"), "{error}");
     }
 
     #[test]
