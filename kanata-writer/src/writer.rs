@@ -618,7 +618,7 @@ impl<W: Write> Writer<W> {
         }
         // Empty text (or text that escaping empties) must leave no line behind, nor the `C`
         // that would have preceded it.
-        let (mark, written_cycle) = (self.buf.len(), self.written_cycle);
+        let (mark, written_cycle, lines) = (self.buf.len(), self.written_cycle, self.lines);
         self.sync_cycle();
         encode::label_start(&mut self.buf, insn.0, kind as u8);
         let text_start = self.buf.len();
@@ -626,6 +626,7 @@ impl<W: Write> Writer<W> {
         if pushed.is_err() || self.buf.len() == text_start {
             self.buf.truncate(mark);
             self.written_cycle = written_cycle;
+            self.lines = lines;
             return pushed;
         }
         self.buf.push(b'\n');

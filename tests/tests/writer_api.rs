@@ -534,6 +534,8 @@ fn an_empty_label_writes_nothing_and_no_stray_cycle_line() -> Result {
     w.retire(b)?;
     w.advance(1)?;
     w.label(a, LabelKind::Name, "")?;
+    // Nor is the cycle line counted. (Was a bug: `Summary::lines` counted it.)
+    assert_eq!(w.summary().lines, 6);
     assert_eq!(
         text_of(w),
         format!("{HEAD}I\t0\t0\t0\nC\t7\nI\t1\t1\t0\nR\t1\t0\t0\nC\t1\n")
