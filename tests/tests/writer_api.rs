@@ -601,6 +601,49 @@ fn a_failing_display_in_label_fmt_is_refused_and_writes_nothing() -> Result {
 }
 
 #[test]
+fn a_discarding_writer_refuses_what_the_writing_one_refuses_and_writes_nothing() -> Result {
+    struct Fails;
+    impl std::fmt::Display for Fails {
+        fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            Err(std::fmt::Error)
+        }
+    }
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("discarded.kanata.gz");
+    let mut w = WriterBuilder::new()
+        .discard(true)
+        .background(true)
+        .late_labels(2)
+        .from_path(&path)?;
+    let x = w.stage("X")?;
+    let a = w.begin(0, 0)?;
+    let err = w
+        .label_fmt(a, LabelKind::Name, format_args!("{}", Fails))
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Format), "{err:?}");
+    let err = w.label(a, LabelKind::StageNote, "n").unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::NoteBeforeStage { .. }),
+        "{err:?}"
+    );
+    w.enter(a, Lane::MAIN, x)?;
+    w.advance(1)?;
+    w.label(a, LabelKind::Name, "\r")?; // escapes to nothing: no line, no `C`
+    assert_eq!(w.retire(a)?, Some(0));
+    w.advance(2)?;
+    w.label(a, LabelKind::Name, "late, but within the hold-back")?;
+    w.advance(1)?;
+    let err = w.label(a, LabelKind::Name, "too late").unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NotLive { .. }), "{err:?}");
+    let finished = w.finish()?;
+    // Header, I, S, C, E, L, R and the final C.
+    assert_eq!(finished.summary.lines, 9);
+    assert_eq!(finished.summary.text_bytes, 0);
+    assert_eq!(std::fs::metadata(&path)?.len(), 0, "not even a gzip header");
+    Ok(())
+}
+
+#[test]
 fn a_stage_note_needs_a_stage_first() -> Result {
     let mut w = Writer::new(Vec::new());
     let f = w.stage("F")?;
