@@ -78,6 +78,15 @@ impl Holdback {
         (u64::try_from(age).ok()? <= self.cycles).then_some(mark)
     }
 
+    /// Forgets the `R` marks too old for a late label at `cycle` or later, for a writer that
+    /// never spills (and so never calls [`released`](Self::released)).
+    pub(crate) fn forget_too_old(&mut self, cycle: i64) {
+        let cutoff = cycle.saturating_sub_unsigned(self.cycles);
+        while self.retire_marks.front().is_some_and(|m| m.cycle < cutoff) {
+            self.retire_marks.pop_front();
+        }
+    }
+
     /// `len` bytes were inserted at stream position `pos`: every line from there on moved.
     pub(crate) fn inserted(&mut self, pos: u64, len: u64) {
         for mark in self.cycle_marks.iter_mut().rev() {

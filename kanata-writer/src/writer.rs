@@ -180,6 +180,7 @@ pub struct WriterBuilder {
     live_at_end: LiveAtEnd,
     buffer_size: usize,
     late_labels: Option<u64>,
+    discard: bool,
 }
 
 impl Default for WriterBuilder {
@@ -205,6 +206,7 @@ impl WriterBuilder {
             live_at_end: LiveAtEnd::LeaveOpen,
             buffer_size: DEFAULT_BUFFER_SIZE,
             late_labels: None,
+            discard: false,
         }
     }
 
@@ -284,6 +286,32 @@ impl WriterBuilder {
         self
     }
 
+    /// Checks every call exactly as usual but writes nothing: no line is formatted and nothing
+    /// reaches the output, not even a compressed stream's header, so a validation run pays
+    /// for the checks only. Calls return the same errors, ids and retire ids, and the
+    /// [`Summary`] has the same counts (lines included), except `text_bytes`, which stays 0.
+    /// Off by default.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// use kanata_writer::{Lane, WriterBuilder};
+    /// let mut w = WriterBuilder::new().discard(true).from_writer(Vec::new())?;
+    /// let x = w.stage("X")?;
+    /// let i = w.begin(1, 0)?;
+    /// w.enter(i, Lane::MAIN, x)?;
+    /// assert_eq!(w.retire(i)?, Some(0));
+    /// assert!(w.retire(i).is_err()); // still checked
+    /// let finished = w.finish()?;
+    /// assert!(finished.output.is_empty());
+    /// // Header (2 lines), I, S, E, R.
+    /// assert_eq!((finished.summary.lines, finished.summary.text_bytes), (6, 0));
+    /// # Ok(()) }
+    /// ```
+    pub fn discard(&mut self, yes: bool) -> &mut WriterBuilder {
+        self.discard = yes;
+        self
+    }
+
     /// A writer into `output` (compressed if [`compression`](Self::compression) says so).
     ///
     /// ```
@@ -298,7 +326,10 @@ impl WriterBuilder {
         let compression = self.compression.unwrap_or_default();
         let level = self.level.unwrap_or(compression.default_level());
         compression.check_level(level)?;
-        let sink = if self.background {
+        let sink = if self.discard {
+            // Nothing reaches it, so neither a compressor nor a thread is needed.
+            Sink::inline(output, Compression::None, 0)?
+        } else if self.background {
             Sink::background(output, compression, level, self.buffer_size)?
         } else {
             Sink::inline(output, compression, level)?
@@ -344,6 +375,7 @@ impl WriterBuilder {
             text_bytes: 0,
             lines: 0,
             first_cycle: self.start_cycle,
+            discard: self.discard,
         };
         writer.update_window();
         writer
@@ -402,6 +434,8 @@ pub struct Writer<W: Write> {
     lines: u64,
     /// The cycle of the header's `C=`.
     first_cycle: i64,
+    /// [`WriterBuilder::discard`]: every line is counted, none is formatted.
+    discard: bool,
 }
 
 impl<W: Write> fmt::Debug for Writer<W> {
@@ -530,7 +564,9 @@ impl<W: Write> Writer<W> {
         self.next_id += 1;
         self.live.push(id);
         self.sync_cycle();
-        encode::insn(&mut self.buf, id, sim_id, thread);
+        if !self.discard {
+            encode::insn(&mut self.buf, id, sim_id, thread);
+        }
         self.lines += 1;
         self.after_write()?;
         Ok(InsnId(id))
@@ -562,10 +598,7 @@ impl<W: Write> Writer<W> {
     /// ```
     #[inline]
     pub fn label(&mut self, insn: InsnId, kind: LabelKind, text: &str) -> Result<()> {
-        self.label_with(insn, kind, |buf| {
-            encode::push_label_text(buf, text.as_bytes());
-            Ok(())
-        })
+        self.label_with(insn, kind, LabelText::Str(text))
     }
 
     /// Like [`label`](Self::label), formatting straight into the output buffer: no `String`
@@ -591,41 +624,35 @@ impl<W: Write> Writer<W> {
         if let Some(text) = args.as_str() {
             return self.label(insn, kind, text);
         }
-        self.label_with(insn, kind, |buf| {
-            struct Escaping<'a>(&'a mut Vec<u8>);
-            impl fmt::Write for Escaping<'_> {
-                fn write_str(&mut self, s: &str) -> fmt::Result {
-                    encode::push_label_text(self.0, s.as_bytes());
-                    Ok(())
-                }
-            }
-            fmt::write(&mut Escaping(buf), args).map_err(|_| Error::new(ErrorKind::Format))
-        })
+        self.label_with(insn, kind, LabelText::Fmt(args))
     }
 
     #[inline]
-    fn label_with(
-        &mut self,
-        insn: InsnId,
-        kind: LabelKind,
-        push_text: impl FnOnce(&mut Vec<u8>) -> Result<()>,
-    ) -> Result<()> {
+    fn label_with(&mut self, insn: InsnId, kind: LabelKind, text: LabelText<'_>) -> Result<()> {
         let Some(state) = self.live.get_mut(insn.0) else {
-            return self.late_label(insn, kind, push_text);
+            return self.late_label(insn, kind, text);
         };
         if kind == LabelKind::StageNote && !state.entered {
             return Err(Error::new(ErrorKind::NoteBeforeStage { insn: insn.0 }));
         }
+        if self.discard {
+            if text.is_written()? {
+                self.sync_cycle();
+                self.lines += 1;
+            }
+            return Ok(());
+        }
         // Empty text (or text that escaping empties) must leave no line behind, nor the `C`
         // that would have preceded it.
-        let (mark, written_cycle) = (self.buf.len(), self.written_cycle);
+        let (mark, written_cycle, lines) = (self.buf.len(), self.written_cycle, self.lines);
         self.sync_cycle();
         encode::label_start(&mut self.buf, insn.0, kind as u8);
         let text_start = self.buf.len();
-        let pushed = push_text(&mut self.buf);
+        let pushed = text.push(&mut self.buf);
         if pushed.is_err() || self.buf.len() == text_start {
             self.buf.truncate(mark);
             self.written_cycle = written_cycle;
+            self.lines = lines;
             return pushed;
         }
         self.buf.push(b'\n');
@@ -636,12 +663,7 @@ impl<W: Write> Writer<W> {
     /// A label for an instruction that is not live: placed before its `R` if that is still
     /// held back (see [`WriterBuilder::late_labels`]), else an error.
     #[cold]
-    fn late_label(
-        &mut self,
-        insn: InsnId,
-        kind: LabelKind,
-        push_text: impl FnOnce(&mut Vec<u8>) -> Result<()>,
-    ) -> Result<()> {
+    fn late_label(&mut self, insn: InsnId, kind: LabelKind, text: LabelText<'_>) -> Result<()> {
         if self.sink.is_none() {
             // After an I/O error the held-back lines are gone, and so is the place to insert.
             return Err(Error::new(ErrorKind::Poisoned));
@@ -656,11 +678,15 @@ impl<W: Write> Writer<W> {
         if kind == LabelKind::StageNote && !mark.entered {
             return Err(Error::new(ErrorKind::NoteBeforeStage { insn: insn.0 }));
         }
+        if self.discard {
+            self.lines += u64::from(text.is_written()?);
+            return Ok(());
+        }
         // Format the line at the end of the buffer, then rotate it into place.
         let end = self.buf.len();
         encode::label_start(&mut self.buf, insn.0, kind as u8);
         let text_start = self.buf.len();
-        let pushed = push_text(&mut self.buf);
+        let pushed = text.push(&mut self.buf);
         if pushed.is_err() || self.buf.len() == text_start {
             self.buf.truncate(end);
             return pushed;
@@ -697,6 +723,10 @@ impl<W: Write> Writer<W> {
         }
         let previous = state.open(lane, stage);
         self.sync_cycle();
+        if self.discard {
+            self.lines += 1 + u64::from(previous.is_some() && !self.compact);
+            return Ok(());
+        }
         let name = self.stages.name(stage).unwrap_or_default();
         if let (Some(previous), false) = (previous, self.compact) {
             let previous = self.stages.name(previous).unwrap_or_default();
@@ -725,8 +755,10 @@ impl<W: Write> Writer<W> {
             }));
         };
         self.sync_cycle();
-        let name = self.stages.name(stage).unwrap_or_default();
-        encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+        if !self.discard {
+            let name = self.stages.name(stage).unwrap_or_default();
+            encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+        }
         self.lines += 1;
         self.after_write()
     }
@@ -798,12 +830,18 @@ impl<W: Write> Writer<W> {
         self.sync_cycle();
         if !self.compact {
             for (lane, stage) in state.open_stages() {
-                let name = self.stages.name(stage).unwrap_or_default();
-                encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+                if !self.discard {
+                    let name = self.stages.name(stage).unwrap_or_default();
+                    encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+                }
                 self.lines += 1;
             }
         }
         if let Some(holdback) = self.holdback.as_mut() {
+            if self.discard {
+                // No spill ever releases the marks of a discarding writer.
+                holdback.forget_too_old(self.cycle);
+            }
             holdback.mark_retire(RetireMark {
                 insn: insn.0,
                 pos: self.text_bytes + self.buf.len() as u64,
@@ -811,7 +849,9 @@ impl<W: Write> Writer<W> {
                 entered: state.entered,
             });
         }
-        encode::end_of_life(&mut self.buf, insn.0, retire_id, flushed);
+        if !self.discard {
+            encode::end_of_life(&mut self.buf, insn.0, retire_id, flushed);
+        }
         self.lines += 1;
         if flushed {
             self.flushed += 1;
@@ -847,7 +887,9 @@ impl<W: Write> Writer<W> {
             }));
         }
         self.sync_cycle();
-        encode::dependency(&mut self.buf, consumer.0, producer.0, kind.0);
+        if !self.discard {
+            encode::dependency(&mut self.buf, consumer.0, producer.0, kind.0);
+        }
         self.lines += 1;
         self.after_write()
     }
@@ -914,12 +956,14 @@ impl<W: Write> Writer<W> {
     #[inline]
     fn sync_cycle(&mut self) {
         if self.cycle != self.written_cycle {
-            if let Some(holdback) = self.holdback.as_mut() {
-                holdback.mark_cycle(self.text_bytes + self.buf.len() as u64, self.cycle);
+            if !self.discard {
+                if let Some(holdback) = self.holdback.as_mut() {
+                    holdback.mark_cycle(self.text_bytes + self.buf.len() as u64, self.cycle);
+                }
+                // cycle > written_cycle always holds: time only moves forward.
+                let delta = self.cycle.wrapping_sub(self.written_cycle) as u64;
+                encode::cycle_delta(&mut self.buf, delta);
             }
-            // cycle > written_cycle always holds: time only moves forward.
-            let delta = self.cycle.wrapping_sub(self.written_cycle) as u64;
-            encode::cycle_delta(&mut self.buf, delta);
             self.lines += 1;
             self.written_cycle = self.cycle;
         }
@@ -972,10 +1016,12 @@ impl<W: Write> Writer<W> {
         if self.window.update(self.cycle, self.retired) {
             // Konata's timeline starts at the first line whatever `C=` says, so the trace
             // starts where the window opens, not at the simulator's cycle 0.
-            if let Some(holdback) = self.holdback.as_mut() {
-                holdback.mark_cycle(self.text_bytes + self.buf.len() as u64, self.cycle);
+            if !self.discard {
+                if let Some(holdback) = self.holdback.as_mut() {
+                    holdback.mark_cycle(self.text_bytes + self.buf.len() as u64, self.cycle);
+                }
+                encode::header(&mut self.buf, self.cycle);
             }
-            encode::header(&mut self.buf, self.cycle);
             self.lines += 2;
             self.first_cycle = self.cycle;
             self.written_cycle = self.cycle;
@@ -994,7 +1040,9 @@ impl<W: Write> Writer<W> {
         }
         let last_cycle = match self.window.phase {
             Phase::Before => {
-                encode::header(&mut self.buf, self.cycle);
+                if !self.discard {
+                    encode::header(&mut self.buf, self.cycle);
+                }
                 self.lines += 2;
                 self.first_cycle = self.cycle;
                 self.written_cycle = self.cycle;
@@ -1034,6 +1082,59 @@ impl<W: Write> Drop for Writer<W> {
     fn drop(&mut self) {
         if self.sink.is_some() {
             let _ = self.close();
+        }
+    }
+}
+
+/// Label text as given to [`Writer::label`] or [`Writer::label_fmt`].
+#[derive(Clone, Copy)]
+enum LabelText<'a> {
+    Str(&'a str),
+    Fmt(fmt::Arguments<'a>),
+}
+
+impl LabelText<'_> {
+    /// Appends the text, escaped.
+    #[inline]
+    fn push(self, buf: &mut Vec<u8>) -> Result<()> {
+        match self {
+            LabelText::Str(text) => {
+                encode::push_label_text(buf, text.as_bytes());
+                Ok(())
+            }
+            LabelText::Fmt(args) => {
+                struct Escaping<'a>(&'a mut Vec<u8>);
+                impl fmt::Write for Escaping<'_> {
+                    fn write_str(&mut self, s: &str) -> fmt::Result {
+                        encode::push_label_text(self.0, s.as_bytes());
+                        Ok(())
+                    }
+                }
+                fmt::write(&mut Escaping(buf), args).map_err(|_| Error::new(ErrorKind::Format))
+            }
+        }
+    }
+
+    /// Whether [`push`](Self::push) would append anything, without appending it: escaping
+    /// keeps every byte but CR in some form. Formats `Fmt` text, for its errors.
+    fn is_written(self) -> Result<bool> {
+        fn kept(text: &str) -> bool {
+            text.bytes().any(|b| b != b'\r')
+        }
+        match self {
+            LabelText::Str(text) => Ok(kept(text)),
+            LabelText::Fmt(args) => {
+                struct Kept(bool);
+                impl fmt::Write for Kept {
+                    fn write_str(&mut self, s: &str) -> fmt::Result {
+                        self.0 |= kept(s);
+                        Ok(())
+                    }
+                }
+                let mut any = Kept(false);
+                fmt::write(&mut any, args).map_err(|_| Error::new(ErrorKind::Format))?;
+                Ok(any.0)
+            }
         }
     }
 }

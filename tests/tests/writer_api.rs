@@ -534,6 +534,8 @@ fn an_empty_label_writes_nothing_and_no_stray_cycle_line() -> Result {
     w.retire(b)?;
     w.advance(1)?;
     w.label(a, LabelKind::Name, "")?;
+    // Nor is the cycle line counted. (Was a bug: `Summary::lines` counted it.)
+    assert_eq!(w.summary().lines, 6);
     assert_eq!(
         text_of(w),
         format!("{HEAD}I\t0\t0\t0\nC\t7\nI\t1\t1\t0\nR\t1\t0\t0\nC\t1\n")
@@ -595,6 +597,49 @@ fn a_failing_display_in_label_fmt_is_refused_and_writes_nothing() -> Result {
     assert!(matches!(err.kind(), ErrorKind::Format), "{err:?}");
     w.label(a, LabelKind::Name, "ok")?;
     assert_eq!(text_of(w), format!("{HEAD}I\t0\t0\t0\nC\t3\nL\t0\t0\tok\n"));
+    Ok(())
+}
+
+#[test]
+fn a_discarding_writer_refuses_what_the_writing_one_refuses_and_writes_nothing() -> Result {
+    struct Fails;
+    impl std::fmt::Display for Fails {
+        fn fmt(&self, _: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            Err(std::fmt::Error)
+        }
+    }
+    let dir = tempfile::tempdir()?;
+    let path = dir.path().join("discarded.kanata.gz");
+    let mut w = WriterBuilder::new()
+        .discard(true)
+        .background(true)
+        .late_labels(2)
+        .from_path(&path)?;
+    let x = w.stage("X")?;
+    let a = w.begin(0, 0)?;
+    let err = w
+        .label_fmt(a, LabelKind::Name, format_args!("{}", Fails))
+        .unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::Format), "{err:?}");
+    let err = w.label(a, LabelKind::StageNote, "n").unwrap_err();
+    assert!(
+        matches!(err.kind(), ErrorKind::NoteBeforeStage { .. }),
+        "{err:?}"
+    );
+    w.enter(a, Lane::MAIN, x)?;
+    w.advance(1)?;
+    w.label(a, LabelKind::Name, "\r")?; // escapes to nothing: no line, no `C`
+    assert_eq!(w.retire(a)?, Some(0));
+    w.advance(2)?;
+    w.label(a, LabelKind::Name, "late, but within the hold-back")?;
+    w.advance(1)?;
+    let err = w.label(a, LabelKind::Name, "too late").unwrap_err();
+    assert!(matches!(err.kind(), ErrorKind::NotLive { .. }), "{err:?}");
+    let finished = w.finish()?;
+    // Header, I, S, C, E, L, R and the final C.
+    assert_eq!(finished.summary.lines, 9);
+    assert_eq!(finished.summary.text_bytes, 0);
+    assert_eq!(std::fs::metadata(&path)?.len(), 0, "not even a gzip header");
     Ok(())
 }
 

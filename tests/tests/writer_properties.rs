@@ -594,6 +594,8 @@ struct Setup {
     window: Option<Window>,
     compression: Compression,
     background: bool,
+    /// `WriterBuilder::discard`.
+    discard: bool,
 }
 
 impl Setup {
@@ -603,7 +605,8 @@ impl Setup {
             .compact(self.compact)
             .start_cycle(self.start)
             .compression(self.compression)
-            .background(self.background);
+            .background(self.background)
+            .discard(self.discard);
         // The model's `late == 0` means "no hold-back" (the builder's default).
         if self.late > 0 {
             builder.late_labels(self.late);
@@ -864,6 +867,72 @@ proptest! {
         } else {
             prop_assert_eq!(stats.instructions, 0);
         }
+    }
+}
+
+/// Runs `ops` with `setup` and again with `discard` on: the discarding run must make the same
+/// calls fail with the same misuse (both runs are checked against the model), mint the same
+/// ids and retire ids, give the same summary but for `text_bytes` (0), and write nothing.
+fn check_discard_matches(ops: &[Op], valid: bool, setup: &Setup) {
+    let kept = run_setup(ops, valid, setup);
+    let discarded = run_setup(
+        ops,
+        valid,
+        &Setup {
+            discard: true,
+            ..setup.clone()
+        },
+    );
+    assert!(
+        discarded.output.is_empty(),
+        "a discarding writer wrote output"
+    );
+    assert_eq!(discarded.ids, kept.ids, "ids");
+    assert_eq!(discarded.misused, kept.misused, "misused calls");
+    assert_eq!(discarded.summary.text_bytes, 0, "text bytes");
+    if setup.compression == Compression::None {
+        let lines = kept.output.iter().filter(|&&b| b == b'\n').count() as u64;
+        assert_eq!(kept.summary.lines, lines, "lines written");
+    }
+    let mut summary = kept.summary;
+    summary.text_bytes = 0;
+    assert_eq!(discarded.summary, summary, "summary");
+}
+
+proptest! {
+    #![proptest_config(config(128))]
+
+    /// A discarding writer checks every call as the writing one does, with misuse mixed in,
+    /// late labels, either form, any compression: same errors, ids, retire ids and counts.
+    #[test]
+    fn discard_checks_everything_and_writes_nothing(
+        ops in ops(true),
+        compact in any::<bool>(),
+        start in prop_oneof![Just(0i64), -3i64..5],
+        late in late(),
+        small_buffer in any::<bool>(),
+        compression in prop_oneof![
+            3 => Just(Compression::None),
+            1 => Just(Compression::Gzip),
+            1 => Just(Compression::Zstd),
+        ],
+        background in any::<bool>(),
+    ) {
+        let setup = Setup {
+            compact, start, late, small_buffer, compression, background, ..Setup::default()
+        };
+        check_discard_matches(&ops, false, &setup);
+    }
+
+    /// The same with a window: the same instructions are traced, with the same ids.
+    #[test]
+    fn discard_with_a_window_traces_the_same_instructions(
+        ops in ops(false),
+        window in window(),
+        late in late(),
+    ) {
+        let setup = Setup { window: Some(window), late, ..Setup::default() };
+        check_discard_matches(&ops, true, &setup);
     }
 }
 
