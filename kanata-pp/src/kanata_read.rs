@@ -416,8 +416,8 @@ fn fill(
 
 /// The number of lines in `text`, which ends with a line end.
 fn count_lines(text: &[u8]) -> u64 {
-    // A plain count: the compiler vectorizes it, unlike a loop of `memchr` calls.
-    text.iter().filter(|&&b| b == b'\n').count() as u64
+    // memchr's count is vectorized; a plain filter-and-count is not.
+    memchr::memchr_iter(b'\n', text).count() as u64
 }
 
 /// Parses the whole lines of `batch.text` into its items; `Some` when reading must stop.
