@@ -250,7 +250,9 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
         Destination::Check => {
             // Nothing to write: the writer checks every call and formats nothing, unless
             // `--stats`, which reads the statistics from the text.
-            builder.compression(Compression::None).discard(!options.stats);
+            builder
+                .compression(Compression::None)
+                .discard(!options.stats);
             (Box::new(io::sink()), Compression::None, None)
         }
         Destination::Stdout => {

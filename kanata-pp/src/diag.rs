@@ -2,8 +2,8 @@
 //! format spec that applied (Q1–Q20, see `docs/rules.md`), counted, with the first few
 //! examples of each (all of them when verbose).
 
-use std::collections::BTreeMap;
 use std::fmt;
+use std::ops::Index;
 
 /// A rule of the quirk catalogue (§5 of the format spec), as diagnostics name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -84,6 +84,9 @@ pub enum Rule {
 }
 
 impl Rule {
+    /// How many rules there are.
+    const COUNT: usize = Rule::R4 as usize + 1;
+
     /// The id diagnostics print, as in the spec and `docs/rules.md`.
     pub fn id(self) -> &'static str {
         match self {
@@ -183,10 +186,123 @@ pub struct RuleReport {
     pub examples: Vec<Example>,
 }
 
+/// The reports of one conversion by rule, in rule order: a map from [`Rule`] to
+/// [`RuleReport`] with the read methods of a `BTreeMap`.
+///
+/// A report is found by indexing with its rule rather than by searching, because the
+/// parser reports on most lines of a sloppy log.
+///
+/// ```
+/// use kanata_pp::{Diagnostics, Rule};
+/// let mut diag = Diagnostics::new(5, false);
+/// diag.report(Rule::Q3, 7, || "comment dropped".to_owned());
+/// let rules = diag.rules();
+/// assert_eq!(rules.len(), 1);
+/// assert_eq!(rules[&Rule::Q3].examples[0].line, 7);
+/// assert!(rules.get(&Rule::Q1).is_none());
+/// ```
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct RuleReports {
+    /// The reports, sorted by rule.
+    entries: Vec<(Rule, RuleReport)>,
+    /// 1 + the position in `entries` of each rule's report; 0 for none. Empty until the
+    /// first report.
+    slots: Vec<u8>,
+}
+
+impl RuleReports {
+    /// The report of `rule`, made empty if it has none yet.
+    #[inline]
+    fn entry(&mut self, rule: Rule) -> &mut RuleReport {
+        match self.slots.get(rule as usize) {
+            Some(&slot) if slot > 0 => &mut self.entries[usize::from(slot) - 1].1,
+            _ => self.insert(rule),
+        }
+    }
+
+    #[cold]
+    fn insert(&mut self, rule: Rule) -> &mut RuleReport {
+        let at = self.entries.partition_point(|(r, _)| *r < rule);
+        self.entries.insert(at, (rule, RuleReport::default()));
+        self.slots = vec![0; Rule::COUNT];
+        for (position, (r, _)) in self.entries.iter().enumerate() {
+            self.slots[*r as usize] = (position + 1) as u8;
+        }
+        &mut self.entries[at].1
+    }
+
+    /// The report of `rule`, if it applied.
+    pub fn get(&self, rule: &Rule) -> Option<&RuleReport> {
+        match self.slots.get(*rule as usize) {
+            Some(&slot) if slot > 0 => Some(&self.entries[usize::from(slot) - 1].1),
+            _ => None,
+        }
+    }
+
+    /// Whether `rule` applied.
+    pub fn contains_key(&self, rule: &Rule) -> bool {
+        self.get(rule).is_some()
+    }
+
+    /// How many rules applied.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no rule applied.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The rules that applied, in order.
+    pub fn keys(&self) -> impl Iterator<Item = &Rule> + '_ {
+        self.entries.iter().map(|(rule, _)| rule)
+    }
+
+    /// The reports, in rule order.
+    pub fn values(&self) -> impl Iterator<Item = &RuleReport> + '_ {
+        self.entries.iter().map(|(_, report)| report)
+    }
+
+    /// Each rule that applied with its report, in rule order.
+    pub fn iter(&self) -> impl Iterator<Item = (&Rule, &RuleReport)> + '_ {
+        self.entries.iter().map(|(rule, report)| (rule, report))
+    }
+}
+
+impl fmt::Debug for RuleReports {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_map().entries(self.iter()).finish()
+    }
+}
+
+impl Index<&Rule> for RuleReports {
+    type Output = RuleReport;
+
+    /// # Panics
+    /// When `rule` did not apply.
+    fn index(&self, rule: &Rule) -> &RuleReport {
+        self.get(rule)
+            .unwrap_or_else(|| panic!("no report for rule {rule}"))
+    }
+}
+
+impl<'a> IntoIterator for &'a RuleReports {
+    type Item = (&'a Rule, &'a RuleReport);
+    type IntoIter = std::iter::Map<
+        std::slice::Iter<'a, (Rule, RuleReport)>,
+        fn(&'a (Rule, RuleReport)) -> (&'a Rule, &'a RuleReport),
+    >;
+
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.iter().map(|(rule, report)| (rule, report))
+    }
+}
+
 /// Every repair of one conversion, grouped by rule.
 #[derive(Clone, Debug, Default)]
 pub struct Diagnostics {
-    rules: BTreeMap<Rule, RuleReport>,
+    rules: RuleReports,
     max_examples: usize,
     strict: bool,
     first_strict: Option<(Rule, Example)>,
@@ -197,7 +313,7 @@ impl Diagnostics {
     /// repair is remembered as an error.
     pub fn new(max_examples: usize, strict: bool) -> Diagnostics {
         Diagnostics {
-            rules: BTreeMap::new(),
+            rules: RuleReports::default(),
             max_examples,
             strict,
             first_strict: None,
@@ -207,7 +323,7 @@ impl Diagnostics {
     /// Records that `rule` applied at `line`; `message` is formatted only if kept.
     #[inline]
     pub fn report(&mut self, rule: Rule, line: u64, message: impl FnOnce() -> String) {
-        let entry = self.rules.entry(rule).or_default();
+        let entry = self.rules.entry(rule);
         entry.count += 1;
         let keep = entry.examples.len() < self.max_examples;
         if keep || (self.strict && self.first_strict.is_none()) {
@@ -234,8 +350,8 @@ impl Diagnostics {
     pub(crate) fn merge(&mut self, other: Diagnostics) {
         // Line 0 is "at the end": after every numbered line.
         let order = |e: &Example| if e.line == 0 { u64::MAX } else { e.line };
-        for (rule, report) in other.rules {
-            let entry = self.rules.entry(rule).or_default();
+        for (rule, report) in other.rules.entries {
+            let entry = self.rules.entry(rule);
             entry.count += report.count;
             let mine = std::mem::take(&mut entry.examples);
             // `other` read each line first (it parses), so its examples of a line come first.
@@ -256,7 +372,7 @@ impl Diagnostics {
     }
 
     /// The reports, by rule.
-    pub fn rules(&self) -> &BTreeMap<Rule, RuleReport> {
+    pub fn rules(&self) -> &RuleReports {
         &self.rules
     }
 
