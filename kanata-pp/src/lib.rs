@@ -20,6 +20,7 @@ mod kanata_parse;
 mod kanata_read;
 mod normalize;
 mod progress;
+mod stage_names;
 
 pub use convert::{convert, Destination, Options, Report};
 pub use detect::Format;

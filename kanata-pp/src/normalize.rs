@@ -18,8 +18,9 @@ use kanata_writer::{Writer, WriterBuilder};
 
 use crate::diag::{Diagnostics, Rule};
 use crate::error::Error;
-use crate::ids::{out_id, IdHasher, IdMap, Ids, Resolved};
+use crate::ids::{out_id, IdHasher, Ids, Resolved};
 use crate::kanata_parse::{Command, Line, RetireType};
+use crate::stage_names::StageNames;
 
 /// What to do with instructions that are still open at the end of the log (Q15).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -121,7 +122,7 @@ pub(crate) struct KanataNormalizer<W: Write + Send + 'static> {
     writer: Option<Writer<W>>,
     repairs: Repairs,
     ids: Ids<LiveInsn>,
-    stages: IdMap<Box<[u8]>, Stage>,
+    stages: StageNames,
     pending: PendingLabel,
     phase: Phase,
     /// Q13: whether `R` types are written as `'0'`/`'1'` (48/49), decided at the first typed
@@ -149,7 +150,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             writer: None,
             repairs,
             ids: Ids::new(),
-            stages: IdMap::default(),
+            stages: StageNames::default(),
             pending: PendingLabel::default(),
             phase: Phase::BeforeCommands,
             retire_48: None,
@@ -519,7 +520,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     }
 
     fn stage_handle(&mut self, name: &[u8], lineno: u64, diag: &mut Diagnostics) -> Option<Stage> {
-        if let Some(&stage) = self.stages.get(name) {
+        if let Some(stage) = self.stages.get(name) {
             return Some(stage);
         }
         let text = utf8(name);
@@ -529,7 +530,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             .expect("stages come after the first command");
         match writer.stage(&text) {
             Ok(stage) => {
-                self.stages.insert(name.into(), stage);
+                self.stages.insert(name, stage);
                 Some(stage)
             }
             Err(err) => {

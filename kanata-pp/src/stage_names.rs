@@ -1,0 +1,109 @@
+//! The writer's stage handle for each stage name of the input.
+//!
+//! Every `S` and `E` line names its stage, so the lookup runs on most lines of a log. Logs
+//! name a handful of stages of a few letters; a name of up to 15 bytes is packed with its
+//! length into one `u128` and found in a small direct-mapped table by one compare, before
+//! the general map (which hashes the bytes and compares them) is asked.
+
+use kanata_writer::Stage;
+
+use crate::ids::IdMap;
+
+/// Slots of the table of short names (a power of two).
+const SLOTS: usize = 64;
+
+/// The stage handles of the names seen so far.
+#[derive(Default)]
+pub(crate) struct StageNames {
+    /// Each short name seen, packed by [`pack`], at the slot its packed value hashes to (the
+    /// last one seen wins a shared slot; the map has them all).
+    short: Vec<(u128, Option<Stage>)>,
+    all: IdMap<Box<[u8]>, Stage>,
+}
+
+/// A name of 1 to 15 bytes and its length in one value; 0 for any other name (no short name
+/// packs to 0: its length byte is not 0).
+#[inline]
+fn pack(name: &[u8]) -> u128 {
+    if name.is_empty() || name.len() > 15 {
+        return 0;
+    }
+    let mut bytes = [0u8; 16];
+    bytes[..name.len()].copy_from_slice(name);
+    bytes[15] = name.len() as u8;
+    u128::from_le_bytes(bytes)
+}
+
+#[inline]
+fn slot(packed: u128) -> usize {
+    let folded = (packed as u64) ^ ((packed >> 64) as u64).rotate_left(29);
+    (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize
+}
+
+impl StageNames {
+    /// The handle of `name`, if it was inserted.
+    #[inline]
+    pub(crate) fn get(&mut self, name: &[u8]) -> Option<Stage> {
+        let packed = pack(name);
+        if packed != 0 {
+            if let Some(&(key, stage)) = self.short.get(slot(packed)) {
+                if key == packed {
+                    return stage;
+                }
+            }
+        }
+        let stage = self.all.get(name).copied()?;
+        if packed != 0 {
+            self.remember(packed, stage);
+        }
+        Some(stage)
+    }
+
+    /// `name` has the handle `stage`.
+    pub(crate) fn insert(&mut self, name: &[u8], stage: Stage) {
+        self.all.insert(name.into(), stage);
+        let packed = pack(name);
+        if packed != 0 {
+            self.remember(packed, stage);
+        }
+    }
+
+    fn remember(&mut self, packed: u128, stage: Stage) {
+        if self.short.is_empty() {
+            self.short = vec![(0, None); SLOTS];
+        }
+        self.short[slot(packed)] = (packed, Some(stage));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_found_whatever_their_length_and_however_their_slots_collide() {
+        let mut writer = kanata_writer::Writer::new(Vec::new());
+        let mut names = StageNames::default();
+        let all: Vec<String> = (0..300)
+            .map(|i| match i % 3 {
+                0 => format!("S{i}"),
+                1 => format!("stage-number-{i:03}"),
+                _ => "x".repeat(i % 20 + 1) + &i.to_string(),
+            })
+            .collect();
+        for name in &all {
+            assert_eq!(names.get(name.as_bytes()), None, "{name}");
+            let stage = writer.stage(name).unwrap();
+            names.insert(name.as_bytes(), stage);
+        }
+        for _ in 0..2 {
+            for name in &all {
+                let stage = names.get(name.as_bytes()).expect(name);
+                assert_eq!(writer.stage_name(stage), Some(name.as_str()));
+            }
+        }
+        // Same bytes, other length: not the same name.
+        assert_eq!(names.get(b"S0\0"), None);
+        assert_eq!(names.get(b"S"), None);
+    }
+}
