@@ -343,27 +343,47 @@ impl LineParser {
                 "fields separated by spaces, not TABs".to_owned()
             });
         }
+        // Each arm builds its line where it is returned: a command built apart and then
+        // moved costs a store-forwarding stall per line.
         let mut padded = false;
-        let command = match name {
-            b"C=" | b"C" if f.count > 1 && is_out_of_range(f.fields[1]) => {
-                return Line::Fatal(format!(
-                    "cycle {:?} is outside the 64-bit range of cycles",
-                    String::from_utf8_lossy(trim(f.fields[1]))
-                ));
+        let q1 = |diag: &mut Diagnostics, repaired: bool| {
+            if repaired {
+                diag.report(Rule::Q1, lineno, || {
+                    "padded number, white space or trailing empty field".to_owned()
+                });
             }
-            b"C=" => int_field(&f, 1, lineno, diag, &mut padded, "cycle").map(Command::Start),
+        };
+        match name {
+            b"C=" | b"C" if f.count > 1 && is_out_of_range(f.fields[1]) => Line::Fatal(format!(
+                "cycle {:?} is outside the 64-bit range of cycles",
+                String::from_utf8_lossy(trim(f.fields[1]))
+            )),
+            b"C=" => {
+                let Some(cycle) = int_field(&f, 1, lineno, diag, &mut padded, "cycle") else {
+                    return Line::Invalid;
+                };
+                q1(diag, padded || f.count > 2);
+                Line::Command(Command::Start(cycle))
+            }
             b"C" => {
-                if f.count < 2 || trim(f.fields[1]).is_empty() {
+                let cycles = if f.count < 2 || trim(f.fields[1]).is_empty() {
                     diag.report(Rule::Q4b, lineno, || {
                         "`C` without a number read as one cycle".to_owned()
                     });
-                    Some(Command::Cycle(1))
+                    1
                 } else {
-                    int_field(&f, 1, lineno, diag, &mut padded, "cycle count").map(Command::Cycle)
-                }
+                    let Some(n) = int_field(&f, 1, lineno, diag, &mut padded, "cycle count") else {
+                        return Line::Invalid;
+                    };
+                    n
+                };
+                q1(diag, padded || f.count > 2);
+                Line::Command(Command::Cycle(cycles))
             }
-            b"I" => (|| {
-                let id = int_field(&f, 1, lineno, diag, &mut padded, "file id")?;
+            b"I" => {
+                let Some(id) = int_field(&f, 1, lineno, diag, &mut padded, "file id") else {
+                    return Line::Invalid;
+                };
                 let sim_id = match f
                     .fields
                     .get(2)
@@ -375,18 +395,27 @@ impl LineParser {
                         value
                     }
                     _ => {
-                        int_field(&f, 2, lineno, diag, &mut padded, "simulator id")?;
-                        return None;
+                        int_field(&f, 2, lineno, diag, &mut padded, "simulator id");
+                        return Line::Invalid;
                     }
                 };
-                let thread = int_field(&f, 3, lineno, diag, &mut padded, "thread id")?;
-                Some(Command::Insn { id, sim_id, thread })
-            })(),
-            b"L" => return self.label(&f, lineno, diag),
-            b"S" | b"E" => (|| {
-                let id = int_field(&f, 1, lineno, diag, &mut padded, "file id")?;
-                let lane = lane_field(&f, lineno, diag, &mut padded)?;
-                let field = f.fields.get(3).copied().filter(|_| f.count > 3)?;
+                let Some(thread) = int_field(&f, 3, lineno, diag, &mut padded, "thread id") else {
+                    return Line::Invalid;
+                };
+                q1(diag, padded || f.extra_fields);
+                Line::Command(Command::Insn { id, sim_id, thread })
+            }
+            b"L" => self.label(&f, lineno, diag),
+            b"S" | b"E" => {
+                let Some(id) = int_field(&f, 1, lineno, diag, &mut padded, "file id") else {
+                    return Line::Invalid;
+                };
+                let Some(lane) = lane_field(&f, lineno, diag, &mut padded) else {
+                    return Line::Invalid;
+                };
+                let Some(field) = f.fields.get(3).copied().filter(|_| f.count > 3) else {
+                    return Line::Invalid;
+                };
                 let stage = trim(field);
                 if f.tabbed && stage.len() != field.len() {
                     padded = true;
@@ -395,17 +424,20 @@ impl LineParser {
                     diag.report(Rule::Q1, lineno, || {
                         "stage command without a stage name dropped".to_owned()
                     });
-                    return None;
+                    return Line::Invalid;
                 }
-                Some(Command::Stage {
+                q1(diag, padded || f.extra_fields);
+                Line::Command(Command::Stage {
                     end: name == b"E",
                     id,
                     lane,
                     name: stage,
                 })
-            })(),
-            b"R" => (|| {
-                let id = int_field(&f, 1, lineno, diag, &mut padded, "file id")?;
+            }
+            b"R" => {
+                let Some(id) = int_field(&f, 1, lineno, diag, &mut padded, "file id") else {
+                    return Line::Invalid;
+                };
                 let retire_id = match f
                     .fields
                     .get(2)
@@ -440,43 +472,41 @@ impl LineParser {
                 } else {
                     RetireType::Empty
                 };
-                Some(Command::Retire {
+                q1(diag, padded || f.extra_fields);
+                Line::Command(Command::Retire {
                     id,
                     retire_id,
                     kind,
                 })
-            })(),
-            b"W" => (|| {
-                let consumer = int_field(&f, 1, lineno, diag, &mut padded, "consumer id")?;
-                let producer = int_field(&f, 2, lineno, diag, &mut padded, "producer id")?;
-                let kind = int_field(&f, 3, lineno, diag, &mut padded, "dependency type")?;
+            }
+            b"W" => {
+                let Some(consumer) = int_field(&f, 1, lineno, diag, &mut padded, "consumer id")
+                else {
+                    return Line::Invalid;
+                };
+                let Some(producer) = int_field(&f, 2, lineno, diag, &mut padded, "producer id")
+                else {
+                    return Line::Invalid;
+                };
+                let Some(kind) = int_field(&f, 3, lineno, diag, &mut padded, "dependency type")
+                else {
+                    return Line::Invalid;
+                };
                 let Ok(kind) = u32::try_from(kind) else {
                     diag.report(Rule::Q12, lineno, || {
                         format!("dependency type {kind} is not a non-negative number; dropped")
                     });
-                    return None;
+                    return Line::Invalid;
                 };
-                Some(Command::Dep {
+                q1(diag, padded || f.extra_fields);
+                Line::Command(Command::Dep {
                     consumer,
                     producer,
                     kind,
                 })
-            })(),
+            }
             _ => unreachable!("command names are matched above"),
-        };
-        let Some(command) = command else {
-            return Line::Invalid;
-        };
-        let extra = match command {
-            Command::Start(_) | Command::Cycle(_) => f.count > 2,
-            _ => f.extra_fields,
-        };
-        if padded || extra {
-            diag.report(Rule::Q1, lineno, || {
-                "padded number, white space or trailing empty field".to_owned()
-            });
         }
-        Line::Command(command)
     }
 
     fn label<'a>(
