@@ -12,7 +12,7 @@ use crate::diag::{Diagnostics, Rule};
 
 /// What one input line is. `T` is how text is held: a slice of the line while parsing,
 /// a [`Span`](crate::kanata_read::Span) between threads, owned bytes when held back.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Line<T> {
     /// Empty or only white space.
     Blank,
@@ -26,12 +26,13 @@ pub(crate) enum Line<T> {
     Invalid,
     /// Not a command: text that may continue a label (Q8), else dropped (Q3).
     Other,
-    /// A command that makes the rest of the log meaningless (a cycle beyond 64 bits).
-    Fatal(String),
+    /// A cycle beyond 64 bits, which makes the rest of the log meaningless: the number as
+    /// written. (Text, not a message, so that a parsed line owns nothing to drop.)
+    CycleOutOfRange(T),
 }
 
 /// A command, fields parsed.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Command<T> {
     /// `C= <cycle>`.
     Start(i64),
@@ -166,7 +167,7 @@ impl<T> Line<T> {
             Line::Command(command) => Line::Command(command.map(f)),
             Line::Invalid => Line::Invalid,
             Line::Other => Line::Other,
-            Line::Fatal(message) => Line::Fatal(message),
+            Line::CycleOutOfRange(cycle) => Line::CycleOutOfRange(f(cycle)),
         }
     }
 }
@@ -354,10 +355,9 @@ impl LineParser {
             }
         };
         match name {
-            b"C=" | b"C" if f.count > 1 && is_out_of_range(f.fields[1]) => Line::Fatal(format!(
-                "cycle {:?} is outside the 64-bit range of cycles",
-                String::from_utf8_lossy(trim(f.fields[1]))
-            )),
+            b"C=" | b"C" if f.count > 1 && is_out_of_range(f.fields[1]) => {
+                Line::CycleOutOfRange(trim(f.fields[1]))
+            }
             b"C=" => {
                 let Some(cycle) = int_field(&f, 1, lineno, diag, &mut padded, "cycle") else {
                     return Line::Invalid;
@@ -742,6 +742,14 @@ fn lane_field(
             None
         }
     }
+}
+
+/// The error for a cycle beyond 64 bits, written `cycle`.
+pub(crate) fn cycle_out_of_range(cycle: &[u8]) -> String {
+    format!(
+        "cycle {:?} is outside the 64-bit range of cycles",
+        String::from_utf8_lossy(cycle)
+    )
 }
 
 /// Whether `field` is a decimal integer too large for 64 bits (rather than not a number).

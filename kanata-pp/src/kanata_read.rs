@@ -272,7 +272,7 @@ fn run_sharing<W: Write + Send + 'static>(
                 }
             }
             for item in &batch.items {
-                let parsed = item.parsed.clone().map(|span| batch.get(span));
+                let parsed = item.parsed.map(|span| batch.get(span));
                 normalizer.parsed(parsed, batch.get(item.text), item.number, diag)?;
                 if let Some(error) = strict_error(diag) {
                     return Err(error);
@@ -472,8 +472,9 @@ fn parse_lines(
         }
         match reader.read(line, number, diag) {
             Ok(None) => {}
-            Ok(Some((Line::Fatal(message), _))) => {
-                return Some(Err(Error::at_line(number, message)))
+            Ok(Some((Line::CycleOutOfRange(cycle), _))) => {
+                let message = crate::kanata_parse::cycle_out_of_range(cycle);
+                return Some(Err(Error::at_line(number, message)));
             }
             Ok(Some((parsed, text))) => {
                 if let Err(error) = take(number, parsed, text, diag) {

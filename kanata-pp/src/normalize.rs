@@ -208,7 +208,10 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 Ok(())
             }
             Line::Invalid => Ok(()),
-            Line::Fatal(message) => Err(Error::at_line(lineno, message)),
+            Line::CycleOutOfRange(cycle) => Err(Error::at_line(
+                lineno,
+                crate::kanata_parse::cycle_out_of_range(cycle),
+            )),
         }
     }
 

@@ -28,10 +28,13 @@ fn pack(name: &[u8]) -> u128 {
     if name.is_empty() || name.len() > 15 {
         return 0;
     }
-    let mut bytes = [0u8; 16];
-    bytes[..name.len()].copy_from_slice(name);
-    bytes[15] = name.len() as u8;
-    u128::from_le_bytes(bytes)
+    // Shifted in a register: bytes copied to the stack and read back as one value would
+    // stall on store forwarding.
+    let mut packed = (name.len() as u128) << 120;
+    for (at, &byte) in name.iter().enumerate() {
+        packed |= u128::from(byte) << (8 * at);
+    }
+    packed
 }
 
 #[inline]
