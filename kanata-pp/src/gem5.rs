@@ -270,6 +270,7 @@ pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
     retire_ids: Option<RetireIds>,
     producers: HashMap<String, Producer>,
     high_water: HighWater,
+    marker: memchr::memmem::Finder<'static>,
 }
 
 impl<W: Write + Send + 'static> Gem5Converter<W> {
@@ -299,6 +300,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             retire_ids: None,
             producers: HashMap::new(),
             high_water: HighWater::default(),
+            marker: memchr::memmem::Finder::new(MARKER),
         })
     }
 
@@ -317,11 +319,21 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         } else {
             raw
         };
+        // Nearly every line of a gem5 trace is a well-formed record line; it is read straight
+        // from the bytes. Anything unusual takes the general path below, which decides the
+        // same way for the lines the fast one accepts.
+        if self.mode == Mode::Records {
+            if let Some(body) = raw.strip_prefix(MARKER) {
+                if self.fast_record_line(body, lineno, diag)? {
+                    return self.after_line(lineno, diag);
+                }
+            }
+        }
         let text = match std::str::from_utf8(raw) {
             Ok(text) => Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(raw),
         };
-        if let Some(at) = memchr::memmem::find(raw, MARKER) {
+        if let Some(at) = self.marker.find(raw) {
             // The marker is ASCII, so these are character boundaries of the lossy text too
             // only when the text is valid; find it again in the text to be safe.
             let at = if text.len() == raw.len() {
@@ -365,6 +377,11 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             self.ex.line(&text, written);
             self.high_water.ex_lines = self.high_water.ex_lines.max(self.ex.kept());
         }
+        self.after_line(lineno, diag)
+    }
+
+    /// Konata's clock detection runs after fixed line numbers until it finds the clock.
+    fn after_line(&mut self, lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
         if self.mode != Mode::Undecided
             && self.clock.is_none()
             && lineno >= FIRST_DRAIN_LINE
@@ -430,6 +447,63 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         Ok(())
     }
 
+    /// A record line (after the marker) in the common form: a known command, plain decimal
+    /// ticks, no spaces to trim, UTF-8 text. Returns `false`, having done nothing, for any
+    /// other line: the general path reads (and reports) it.
+    fn fast_record_line(
+        &mut self,
+        body: &[u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<bool, Error> {
+        let Some(colon) = memchr::memchr(b':', body) else {
+            return Ok(false);
+        };
+        let (command, rest) = (&body[..colon], &body[colon + 1..]);
+        if command == b"fetch" {
+            let Some(fetch) = FetchLine::parse_fast(rest) else {
+                return Ok(false);
+            };
+            self.start_record(&fetch, lineno, diag)?;
+            return Ok(true);
+        }
+        let Some(current) = self.current.as_mut() else {
+            return Ok(false);
+        };
+        let (tick, after) = match memchr::memchr(b':', rest) {
+            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+            None => (rest, None),
+        };
+        let Some(tick) = plain_number(tick) else {
+            return Ok(false);
+        };
+        if command == b"retire" {
+            let stores = match after {
+                None => Vec::new(),
+                Some(store) => match store.strip_prefix(b"store:").and_then(plain_number) {
+                    Some(store) => vec![store],
+                    None => return Ok(false),
+                },
+            };
+            let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
+            self.ex.consumed(consumed);
+            let record = self.current.take().expect("matched above");
+            self.finished(Waiting::Record(Box::new(record)), diag)?;
+            return Ok(true);
+        }
+        let (command, name) = match command {
+            b"decode" => ("decode", StageName::Dc),
+            b"rename" => ("rename", StageName::Rn),
+            b"dispatch" => ("dispatch", StageName::Ds),
+            b"issue" => ("issue", StageName::Is),
+            b"complete" => ("complete", StageName::Cm),
+            _ => return Ok(false),
+        };
+        let consumed = current.stage(command, name, tick, self.ex.get_mut(current.seq));
+        self.ex.consumed(consumed);
+        Ok(true)
+    }
+
     fn fetch_line(&mut self, body: &str, lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
         if let Some(open) = self.current.take() {
             report_truncated(diag, &open, "before the next record");
@@ -442,6 +516,20 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             self.skipping = true;
             return Ok(());
         };
+        self.start_record(&fetch, lineno, diag)
+    }
+
+    /// A well-formed `fetch` line: the record before it ends, a new one starts.
+    fn start_record(
+        &mut self,
+        fetch: &FetchLine<'_>,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if let Some(open) = self.current.take() {
+            report_truncated(diag, &open, "before the next record");
+            self.finished(Waiting::Record(Box::new(open)), diag)?;
+        }
         self.skipping = false;
         self.fix_clock(fetch.tick);
         self.current = Some(Record::fetch(
@@ -918,12 +1006,12 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                 )
             });
         }
-        let detail = record.full_detail();
+        record.finish_detail();
         self.emitter.place(Placed {
             seq,
             thread,
             name: record.name,
-            detail,
+            detail: record.detail,
             handle,
             events,
         });
@@ -968,6 +1056,32 @@ struct FetchLine<'a> {
 }
 
 impl<'a> FetchLine<'a> {
+    /// The fields after `fetch:` when they need no trimming and the text is UTF-8 (else
+    /// `None`, and [`FetchLine::parse`] decides).
+    fn parse_fast(rest: &'a [u8]) -> Option<FetchLine<'a>> {
+        let mut rest = rest;
+        let mut field = || {
+            let at = memchr::memchr(b':', rest)?;
+            let field = &rest[..at];
+            rest = &rest[at + 1..];
+            Some(field)
+        };
+        let tick = plain_number(field()?)?;
+        let address = untrimmed_ascii(field()?)?;
+        let upc = untrimmed_ascii(field()?)?;
+        let (seq, disassembly) = match memchr::memchr(b':', rest) {
+            Some(at) => (&rest[..at], std::str::from_utf8(&rest[at + 1..]).ok()?),
+            None => (rest, ""),
+        };
+        Some(FetchLine {
+            tick,
+            address,
+            upc,
+            seq: plain_number(seq)?,
+            disassembly,
+        })
+    }
+
     /// `fetch:<tick>:<pc>:<upc>:<seq>:<disassembly, colons included>`.
     fn parse(body: &'a str) -> Option<FetchLine<'a>> {
         let mut parts = body.splitn(6, ':');
@@ -984,6 +1098,31 @@ impl<'a> FetchLine<'a> {
             disassembly: parts.next().unwrap_or(""),
         })
     }
+}
+
+/// A number of 1 to 19 decimal digits and nothing else (so it cannot overflow); `None` for
+/// anything [`number`] must look at.
+fn plain_number(field: &[u8]) -> Option<u64> {
+    if field.is_empty() || field.len() > 19 {
+        return None;
+    }
+    let mut value = 0u64;
+    for &b in field {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + u64::from(b - b'0');
+    }
+    Some(value)
+}
+
+/// ASCII text that `str::trim` leaves as it is; `None` for anything else.
+fn untrimmed_ascii(field: &[u8]) -> Option<&str> {
+    let blank = |b: &u8| b.is_ascii_whitespace() || *b == 0x0b;
+    if !field.is_ascii() || field.first().is_some_and(blank) || field.last().is_some_and(blank) {
+        return None;
+    }
+    std::str::from_utf8(field).ok()
 }
 
 /// A tick or sequence number: decimal digits, spaces around allowed.

@@ -25,6 +25,13 @@ pub(crate) struct Clock {
 impl Clock {
     /// The cycle of `tick`, and whether it is a whole cycle.
     pub(crate) fn cycle(self, tick: u64) -> (i64, bool) {
+        if let Some(shifted) = tick.checked_sub(self.phase) {
+            let cycle = shifted / self.ticks_per_cycle;
+            return (
+                i64::try_from(cycle).unwrap_or(i64::MAX),
+                shifted % self.ticks_per_cycle == 0,
+            );
+        }
         let shifted = i128::from(tick) - i128::from(self.phase);
         let tpc = i128::from(self.ticks_per_cycle);
         let cycle = shifted.div_euclid(tpc);

@@ -146,8 +146,8 @@ impl Record {
             seq,
             line,
             fetch_tick: tick,
-            name: format!("{address}: {disassembly}"),
-            detail: format!("Fetched Tick: {tick}\nMicro PC: {upc}"),
+            name: String::with_capacity(address.len() + 2 + disassembly.len()),
+            detail: String::with_capacity(96),
             tid: None,
             stages: Vec::with_capacity(8),
             current: tick,
@@ -157,6 +157,13 @@ impl Record {
             sources: Vec::new(),
             destinations: Vec::new(),
         };
+        record.name.push_str(address);
+        record.name.push_str(": ");
+        record.name.push_str(disassembly);
+        record.detail.push_str("Fetched Tick: ");
+        push_decimal(&mut record.detail, tick);
+        record.detail.push_str("\nMicro PC: ");
+        record.detail.push_str(upc);
         if tick != 0 {
             record.start(StageName::F, tick);
         }
@@ -202,7 +209,8 @@ impl Record {
         let consumed = self.consume(ex, None, cutoff);
         let flushed = tick == 0;
         let at = if flushed { self.current } else { tick };
-        let _ = write!(self.detail, "\nRetired Tick: {tick}");
+        self.detail.push_str("\nRetired Tick: ");
+        push_decimal(&mut self.detail, tick);
         self.stores = stores;
         for stage in &mut self.stages {
             if stage.end.is_none() {
@@ -223,15 +231,14 @@ impl Record {
         consumed
     }
 
-    /// The detail label as Konata ends it: the store ticks after the retired tick.
-    pub(crate) fn full_detail(&self) -> String {
-        let mut detail = self.detail.clone();
+    /// Ends the detail label as Konata ends it: the store ticks after the retired tick.
+    pub(crate) fn finish_detail(&mut self) {
         if self.fate != Fate::Open {
-            for store in &self.stores {
-                let _ = write!(detail, "\nStore Tick: {store}");
+            for &store in &self.stores {
+                self.detail.push_str("\nStore Tick: ");
+                push_decimal(&mut self.detail, store);
             }
         }
-        detail
     }
 
     /// Every tick Konata's clock detection looks at: fetch, retire, stage starts and ends
@@ -333,6 +340,24 @@ impl Record {
     }
 }
 
+/// `value` in decimal, as `write!` would put it, without the formatting machinery.
+pub(crate) fn push_decimal(text: &mut String, value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = value;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        text.push(char::from(d));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -363,8 +388,9 @@ mod tests {
             ]
         );
         assert_eq!(r.complete, Some(3000));
+        r.finish_detail();
         assert_eq!(
-            r.full_detail(),
+            r.detail,
             "Fetched Tick: 1000\nMicro PC: 0\nRetired Tick: 4000\nStore Tick: 0"
         );
     }
