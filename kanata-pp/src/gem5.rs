@@ -54,10 +54,10 @@
 //!    (several CPUs in one file) are reported and both kept (G2).
 //! 2. **Events.** Writing an instruction means turning it into its list of events by cycle
 //!    (`I` and labels at fetch, each `S` with its notes, `R`, the `--deps` lane) and handing
-//!    it to the `order::Emitter`, which merges the lists of all such instructions with a
-//!    min-heap keyed by `(cycle, order written)`: one heap entry per instruction, for its
-//!    next event. Within a cycle, events come in the order instructions were written, and
-//!    each instruction's own events in its order.
+//!    it to the `order::Emitter`, which files every event under its cycle in a calendar (a
+//!    ring of one bucket per cycle, a map for cycles beyond it): the order a merge of the
+//!    lists by `(cycle, order written)` gives. Within a cycle, events come in the order
+//!    instructions were written, and each instruction's own events in its order.
 //! 3. **Watermark.** Events are released to the writer only below the watermark `W`: the
 //!    smallest fetch cycle of the last instruction written, of the instructions still
 //!    waiting and of the record being read. gem5 allocates sequence numbers at fetch, so
@@ -67,6 +67,10 @@
 //!    `I` lines are written, fetch cycle then sequence number, which is sequence-number
 //!    order whenever fetch ticks grow with them, as they do for one gem5 CPU.) The heap
 //!    therefore holds only instructions in flight around `W`.
+//!
+//! The writer runs on a thread of its own (`replay`): the emitter sends it its calls in
+//! batches, and it encodes (and compresses) while this thread reads the next records. Records
+//! are reused once written, so reading allocates nothing per record.
 //!
 //! Memory is the window's: about 1 KB per waiting record (2 KB with `Rename` lines), some
 //! 25 MB at the default 16,384 whatever the length of the trace.
@@ -78,6 +82,7 @@
 mod exlog;
 mod order;
 mod record;
+mod replay;
 
 use std::borrow::Cow;
 use std::cell::Cell;
@@ -180,7 +185,7 @@ impl BoomInsn {
             if let Some(store) = self.store {
                 stores = vec![store];
             }
-            record.retire(tick, stores, None);
+            record.retire(tick, &stores, None);
         }
         record
     }
@@ -254,7 +259,7 @@ pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
     emitter: Emitter<W>,
     mode: Mode,
     /// The record being read (gem5 records).
-    current: Option<Record>,
+    current: Option<Box<Record>>,
     /// Lines of a record whose `fetch` line was malformed are skipped.
     skipping: bool,
     ex: ExLogs,
@@ -271,6 +276,8 @@ pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
     producers: HashMap<String, Producer>,
     high_water: HighWater,
     marker: memchr::memmem::Finder<'static>,
+    /// The events of the instruction being written (kept for its buffer).
+    events: Vec<(i64, Event)>,
 }
 
 impl<W: Write + Send + 'static> Gem5Converter<W> {
@@ -301,6 +308,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             producers: HashMap::new(),
             high_water: HighWater::default(),
             marker: memchr::memmem::Finder::new(MARKER),
+            events: Vec::new(),
         })
     }
 
@@ -423,10 +431,10 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         match command {
             "retire" => {
                 let stores = store_ticks(fields);
-                let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
+                let consumed = current.retire(tick, &stores, self.ex.get_mut(current.seq));
                 self.ex.consumed(consumed);
                 let record = self.current.take().expect("matched above");
-                self.finished(Waiting::Record(Box::new(record)), diag)?;
+                self.finished(Waiting::Record(record), diag)?;
             }
             "thread" => match fields.next().and_then(number).map(u32::try_from) {
                 Some(Ok(tid)) => current.tid = Some(tid),
@@ -478,17 +486,21 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             return Ok(false);
         };
         if command == b"retire" {
-            let stores = match after {
-                None => Vec::new(),
-                Some(store) => match store.strip_prefix(b"store:").and_then(plain_number) {
-                    Some(store) => vec![store],
+            let store;
+            let stores: &[u64] = match after {
+                None => &[],
+                Some(field) => match field.strip_prefix(b"store:").and_then(plain_number) {
+                    Some(tick) => {
+                        store = [tick];
+                        &store
+                    }
                     None => return Ok(false),
                 },
             };
             let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
             self.ex.consumed(consumed);
             let record = self.current.take().expect("matched above");
-            self.finished(Waiting::Record(Box::new(record)), diag)?;
+            self.finished(Waiting::Record(record), diag)?;
             return Ok(true);
         }
         let (command, name) = match command {
@@ -507,7 +519,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     fn fetch_line(&mut self, body: &str, lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
         if let Some(open) = self.current.take() {
             report_truncated(diag, &open, "before the next record");
-            self.finished(Waiting::Record(Box::new(open)), diag)?;
+            self.finished(Waiting::Record(open), diag)?;
         }
         let Some(fetch) = FetchLine::parse(body) else {
             diag.report(Rule::G5, lineno, || {
@@ -528,18 +540,32 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     ) -> Result<(), Error> {
         if let Some(open) = self.current.take() {
             report_truncated(diag, &open, "before the next record");
-            self.finished(Waiting::Record(Box::new(open)), diag)?;
+            self.finished(Waiting::Record(open), diag)?;
         }
         self.skipping = false;
         self.fix_clock(fetch.tick);
-        self.current = Some(Record::fetch(
-            fetch.seq,
-            lineno,
-            fetch.tick,
-            fetch.address,
-            fetch.upc,
-            fetch.disassembly,
-        ));
+        let record = match self.emitter.spare() {
+            Some(mut record) => {
+                record.refill(
+                    fetch.seq,
+                    lineno,
+                    fetch.tick,
+                    fetch.address,
+                    fetch.upc,
+                    fetch.disassembly,
+                );
+                record
+            }
+            None => Box::new(Record::fetch(
+                fetch.seq,
+                lineno,
+                fetch.tick,
+                fetch.address,
+                fetch.upc,
+                fetch.disassembly,
+            )),
+        };
+        self.current = Some(record);
         Ok(())
     }
 
@@ -760,9 +786,9 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                 }
             }
             let record = match waiting {
-                Waiting::Record(record) => *record,
+                Waiting::Record(record) => record,
                 Waiting::Boom(insn) => {
-                    let record = insn.into_record(None);
+                    let record = Box::new(insn.into_record(None));
                     report_truncated(diag, &record, "at the end of the input");
                     record
                 }
@@ -864,7 +890,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     // ----- writing -----
 
     /// Turns a record into its events and hands it to the emitter.
-    fn write(&mut self, mut record: Record, diag: &mut Diagnostics) {
+    fn write(&mut self, mut record: Box<Record>, diag: &mut Diagnostics) {
         let clock = self
             .clock
             .expect("the clock is known before anything is written");
@@ -890,14 +916,18 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                      already written (fetch ticks should grow with sequence numbers): dropped"
                 )
             });
+            self.emitter.recycle(record);
             return;
         }
 
-        let mut events = Vec::with_capacity(record.stages.len() + 4);
+        // Each instruction's events in its order; the emitter keeps that order within a
+        // cycle, as a stable sort by cycle would.
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
         events.push((fetched, Event::Begin));
         let mut last_stage: Option<(i64, i64)> = None;
         let mut retire_tick = None;
-        for stage in std::mem::take(&mut record.stages) {
+        for (index, stage) in record.stages.iter().enumerate() {
             if stage.name == StageName::Rt {
                 retire_tick = Some(stage.start);
                 continue;
@@ -905,17 +935,23 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             let start = cycle(stage.start);
             let end = stage.end.map_or(start, &mut cycle);
             last_stage = Some((start, end));
+            let notes = if stage.notes.is_empty() {
+                Event::NO_NOTES
+            } else {
+                u32::try_from(index).unwrap_or(Event::NO_NOTES)
+            };
             events.push((
                 start,
                 Event::Enter {
                     lane: 0,
                     stage: stage.name,
-                    notes: stage.notes,
+                    notes,
                 },
             ));
         }
 
         let mut handle = None;
+        let mut depends = Vec::new();
         if self.options.deps {
             let complete = record.complete.map(&mut cycle);
             if let Some(c) = complete {
@@ -924,13 +960,14 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                     Event::Enter {
                         lane: 1,
                         stage: StageName::X,
-                        notes: Vec::new(),
+                        notes: Event::NO_NOTES,
                     },
                 ));
                 for source in &record.sources {
                     if let Some(producer) = self.producers.get(source) {
                         if producer.complete.is_none_or(|p| p < c) {
-                            events.push((c, Event::Depend(Rc::clone(&producer.handle))));
+                            events.push((c, Event::Depend(depends.len() as u32)));
+                            depends.push(Rc::clone(&producer.handle));
                         }
                     }
                 }
@@ -939,7 +976,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                     Event::Enter {
                         lane: 1,
                         stage: StageName::XEnd,
-                        notes: Vec::new(),
+                        notes: Event::NO_NOTES,
                     },
                 ));
                 events.push((c + 1, Event::Leave { lane: 1 }));
@@ -980,7 +1017,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                     Event::Enter {
                         lane: 0,
                         stage: StageName::Rt,
-                        notes: Vec::new(),
+                        notes: Event::NO_NOTES,
                     },
                 ));
                 events.push((at + 1, Event::Retire(ids.retire(seq))));
@@ -995,7 +1032,6 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             }
             Fate::Open => {}
         }
-        events.sort_by_key(|&(cycle, _)| cycle);
 
         if let Some((tick, at)) = inexact {
             let tpc = clock.ticks_per_cycle;
@@ -1007,14 +1043,16 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             });
         }
         record.finish_detail();
-        self.emitter.place(Placed {
-            seq,
-            thread,
-            name: record.name,
-            detail: record.detail,
-            handle,
-            events,
-        });
+        self.emitter.place(
+            Placed {
+                thread,
+                record,
+                handle,
+                depends,
+            },
+            &events,
+        );
+        self.events = events;
     }
 
     fn end(mut self, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
@@ -1026,7 +1064,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
         if let Some(open) = self.current.take() {
             report_truncated(diag, &open, "at the end of the input");
-            self.finished(Waiting::Record(Box::new(open)), diag)?;
+            self.finished(Waiting::Record(open), diag)?;
         }
         if self.clock.is_none() {
             self.detect_at_end(diag);

@@ -146,10 +146,10 @@ impl Record {
             seq,
             line,
             fetch_tick: tick,
-            name: String::with_capacity(address.len() + 2 + disassembly.len()),
-            detail: String::with_capacity(96),
+            name: String::new(),
+            detail: String::new(),
             tid: None,
-            stages: Vec::with_capacity(8),
+            stages: Vec::new(),
             current: tick,
             fate: Fate::Open,
             stores: Vec::new(),
@@ -157,17 +157,43 @@ impl Record {
             sources: Vec::new(),
             destinations: Vec::new(),
         };
-        record.name.push_str(address);
-        record.name.push_str(": ");
-        record.name.push_str(disassembly);
-        record.detail.push_str("Fetched Tick: ");
-        push_decimal(&mut record.detail, tick);
-        record.detail.push_str("\nMicro PC: ");
-        record.detail.push_str(upc);
-        if tick != 0 {
-            record.start(StageName::F, tick);
-        }
+        record.refill(seq, line, tick, address, upc, disassembly);
         record
+    }
+
+    /// Makes this record the one a `fetch` line starts, reusing its buffers.
+    pub(crate) fn refill(
+        &mut self,
+        seq: u64,
+        line: u64,
+        tick: u64,
+        address: &str,
+        upc: &str,
+        disassembly: &str,
+    ) {
+        self.seq = seq;
+        self.line = line;
+        self.fetch_tick = tick;
+        self.name.clear();
+        self.name.push_str(address);
+        self.name.push_str(": ");
+        self.name.push_str(disassembly);
+        self.detail.clear();
+        self.detail.push_str("Fetched Tick: ");
+        push_decimal(&mut self.detail, tick);
+        self.detail.push_str("\nMicro PC: ");
+        self.detail.push_str(upc);
+        self.tid = None;
+        self.stages.clear();
+        self.current = tick;
+        self.fate = Fate::Open;
+        self.stores.clear();
+        self.complete = None;
+        self.sources.clear();
+        self.destinations.clear();
+        if tick != 0 {
+            self.start(StageName::F, tick);
+        }
     }
 
     /// A stage command (`decode` … `complete`) at `tick`, after the ex-log lines before it.
@@ -199,19 +225,15 @@ impl Record {
 
     /// The `retire` line: `tick` 0 is a flush at the current tick. Every ex-log line left is
     /// consumed first. Returns how many were.
-    pub(crate) fn retire(
-        &mut self,
-        tick: u64,
-        stores: Vec<u64>,
-        ex: Option<&mut ExEntry>,
-    ) -> usize {
+    pub(crate) fn retire(&mut self, tick: u64, stores: &[u64], ex: Option<&mut ExEntry>) -> usize {
         let cutoff = if tick == 0 { self.current } else { tick };
         let consumed = self.consume(ex, None, cutoff);
         let flushed = tick == 0;
         let at = if flushed { self.current } else { tick };
         self.detail.push_str("\nRetired Tick: ");
         push_decimal(&mut self.detail, tick);
-        self.stores = stores;
+        self.stores.clear();
+        self.stores.extend_from_slice(stores);
         for stage in &mut self.stages {
             if stage.end.is_none() {
                 stage.end = Some(at);
@@ -377,7 +399,7 @@ mod tests {
         r.stage("decode", StageName::Dc, 2000, None);
         r.stage("rename", StageName::Rn, 0, None);
         r.stage("complete", StageName::Cm, 3000, None);
-        r.retire(4000, vec![0], None);
+        r.retire(4000, &[0], None);
         assert_eq!(
             boxes(&r),
             vec![
@@ -404,7 +426,7 @@ mod tests {
         });
         let mut r = Record::fetch(10, 1, 1000, "0x10", "0", " load");
         r.stage("complete", StageName::Cm, 5000, Some(&mut ex));
-        r.retire(7000, vec![], Some(&mut ex));
+        r.retire(7000, &[], Some(&mut ex));
         assert_eq!(
             boxes(&r),
             vec![
