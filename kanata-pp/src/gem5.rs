@@ -47,7 +47,8 @@
 //! the writer only moves forward in time. Three stages keep memory proportional to the
 //! reorder window, not to the file:
 //!
-//! 1. **Reorder window.** Complete records wait in `pending`, keyed by sequence number.
+//! 1. **Reorder window.** Complete records wait in the `window`, keyed by sequence number
+//!    (a ring indexed by sequence number, a map for duplicates and outliers).
 //!    When more than `--window` are waiting, the lowest are written, in order, as Konata's
 //!    drain does. A record whose sequence number is below one already written comes too
 //!    late: it is reported with its line and dropped (G1). Duplicate sequence numbers
@@ -83,10 +84,11 @@ mod exlog;
 mod order;
 mod record;
 mod replay;
+mod window;
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::rc::Rc;
 
@@ -95,6 +97,7 @@ use kanata_writer::{Finished, WriterBuilder};
 use self::exlog::ExLogs;
 use self::order::{Clock, Emitter, Event, Handle, Placed};
 use self::record::{Fate, Record, StageName};
+use self::window::{Key, Window};
 use crate::convert::Converter;
 use crate::diag::{Diagnostics, Rule};
 use crate::error::{Error, ErrorKind};
@@ -264,9 +267,7 @@ pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
     skipping: bool,
     ex: ExLogs,
     /// The reorder window, by (sequence number, duplicate number).
-    waiting: BTreeMap<(u64, u32), Waiting>,
-    /// The fetch ticks of `waiting`, counted, for the watermark.
-    waiting_fetch: BTreeMap<u64, u32>,
+    waiting: Window<Waiting>,
     /// BOOM instructions still in flight.
     in_flight: BTreeSet<(u64, u32)>,
     clock: Option<Clock>,
@@ -293,14 +294,13 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             ));
         }
         Ok(Gem5Converter {
+            waiting: Window::new(options.window.saturating_mul(2).saturating_add(1024)),
             options,
             emitter: Emitter::new(builder, output),
             mode: Mode::Undecided,
             current: None,
             skipping: false,
             ex: ExLogs::default(),
-            waiting: BTreeMap::new(),
-            waiting_fetch: BTreeMap::new(),
             in_flight: BTreeSet::new(),
             clock: None,
             written: None,
@@ -623,7 +623,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             self.orphan(seq, command, lineno, diag);
             return Ok(());
         };
-        let Some(Waiting::Boom(insn)) = self.waiting.get_mut(&key) else {
+        let Some(Waiting::Boom(insn)) = self.waiting.get_mut(key) else {
             diag.report(Rule::G5, lineno, || {
                 format!("`O3PipeView:{command}` of instruction {seq} after its retirement: dropped")
             });
@@ -654,7 +654,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     /// Ends a BOOM instruction: retired, squashed (tick 0) or left open (`None`).
     fn boom_end(&mut self, key: (u64, u32), retire: Option<(u64, Vec<u64>)>) {
         self.in_flight.remove(&key);
-        if let Some(waiting) = self.waiting.get_mut(&key) {
+        if let Some(waiting) = self.waiting.get_mut(key) {
             if let Waiting::Boom(insn) = waiting {
                 let insn = std::mem::replace(
                     insn.as_mut(),
@@ -675,10 +675,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     }
 
     fn store_completion(&mut self, seq: u64, tick: u64, lineno: u64, diag: &mut Diagnostics) {
-        match self
-            .last_key(seq)
-            .and_then(|key| self.waiting.get_mut(&key))
-        {
+        match self.last_key(seq).and_then(|key| self.waiting.get_mut(key)) {
             Some(Waiting::Record(record)) => record.stores = vec![tick],
             Some(Waiting::Boom(insn)) => insn.store = Some(tick),
             None => self.orphan(seq, "store-comp", lineno, diag),
@@ -719,16 +716,12 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         (seq, duplicate.unwrap_or(0))
     }
 
-    fn last_key(&self, seq: u64) -> Option<(u64, u32)> {
-        self.waiting
-            .range((seq, 0)..=(seq, u32::MAX))
-            .next_back()
-            .map(|(&key, _)| key)
+    fn last_key(&self, seq: u64) -> Option<Key> {
+        self.waiting.last_key(seq)
     }
 
-    fn wait(&mut self, key: (u64, u32), waiting: Waiting) {
-        *self.waiting_fetch.entry(waiting.fetch_tick()).or_default() += 1;
-        self.waiting.insert(key, waiting);
+    fn wait(&mut self, key: Key, waiting: Waiting) {
+        self.waiting.insert(key, waiting.fetch_tick(), waiting);
         self.high_water.waiting = self.high_water.waiting.max(self.waiting.len());
     }
 
@@ -770,20 +763,17 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     fn drain(&mut self, all: bool, diag: &mut Diagnostics) -> Result<(), Error> {
         let mut wrote = false;
         while all || self.waiting.len() > self.options.window {
-            let Some(entry) = self.waiting.first_entry() else {
+            let Some(first) = self.waiting.first_key() else {
                 break;
             };
-            if !all && !entry.get().complete() {
+            if !all && !self.waiting.get(first).is_some_and(Waiting::complete) {
                 break;
             }
-            let (key, waiting) = entry.remove_entry();
-            self.in_flight.remove(&key);
-            let tick = waiting.fetch_tick();
-            if let Some(count) = self.waiting_fetch.get_mut(&tick) {
-                *count -= 1;
-                if *count == 0 {
-                    self.waiting_fetch.remove(&tick);
-                }
+            let Some((key, waiting)) = self.waiting.pop_first() else {
+                break;
+            };
+            if !self.in_flight.is_empty() {
+                self.in_flight.remove(&key);
             }
             let record = match waiting {
                 Waiting::Record(record) => record,
@@ -804,13 +794,13 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     }
 
     /// The cycle below which no instruction to come has an event (see the module docs).
-    fn watermark(&self) -> i64 {
+    fn watermark(&mut self) -> i64 {
         let Some(clock) = self.clock else {
             return i64::MIN;
         };
         let ticks = [
             self.written.map(|(_, fetch)| fetch),
-            self.waiting_fetch.keys().next().copied(),
+            self.waiting.min_fetch(),
             self.current.as_ref().map(|r| r.fetch_tick),
         ];
         ticks
@@ -842,7 +832,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
         let stop = self.current.as_ref().map(|r| r.seq);
         let mut ticks = BTreeSet::new();
-        for (&(seq, _), waiting) in &self.waiting {
+        for ((seq, _), waiting) in self.waiting.in_order() {
             if stop.is_some_and(|s| seq >= s) {
                 break;
             }
@@ -864,7 +854,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             return;
         }
         let mut ticks = BTreeSet::new();
-        for waiting in self.waiting.values() {
+        for (_, waiting) in self.waiting.in_order() {
             match waiting {
                 Waiting::Record(record) => record.ticks(&mut ticks),
                 Waiting::Boom(insn) => {
