@@ -20,7 +20,7 @@ use crate::error::{Error, ErrorKind};
 /// enough to bound the memory.
 const BATCHES_IN_FLIGHT: usize = 4;
 /// Ops per batch.
-const BATCH_OPS: usize = 16 * 1024;
+const BATCH_OPS: usize = 8 * 1024;
 /// Text bytes per batch, at most (one label may exceed it).
 const BATCH_TEXT: usize = 1 << 22;
 
