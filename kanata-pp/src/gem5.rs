@@ -74,7 +74,7 @@
 //! are reused once written, so reading allocates nothing per record.
 //!
 //! Memory is the window's: about 1 KB per waiting record (2 KB with `Rename` lines), some
-//! 25 MB at the default 16,384 whatever the length of the trace.
+//! 35 MB at the default 16,384 (with the writer's batches) whatever the length of the trace.
 //!
 //! Other debug lines are kept per sequence number until that record consumes them, and
 //! dropped once the sequence number is written. At the end, everything left is written; a
