@@ -47,17 +47,18 @@
 //! the writer only moves forward in time. Three stages keep memory proportional to the
 //! reorder window, not to the file:
 //!
-//! 1. **Reorder window.** Complete records wait in `pending`, keyed by sequence number.
+//! 1. **Reorder window.** Complete records wait in the `window`, keyed by sequence number
+//!    (a ring indexed by sequence number, a map for duplicates and outliers).
 //!    When more than `--window` are waiting, the lowest are written, in order, as Konata's
 //!    drain does. A record whose sequence number is below one already written comes too
 //!    late: it is reported with its line and dropped (G1). Duplicate sequence numbers
 //!    (several CPUs in one file) are reported and both kept (G2).
 //! 2. **Events.** Writing an instruction means turning it into its list of events by cycle
 //!    (`I` and labels at fetch, each `S` with its notes, `R`, the `--deps` lane) and handing
-//!    it to the `order::Emitter`, which merges the lists of all such instructions with a
-//!    min-heap keyed by `(cycle, order written)`: one heap entry per instruction, for its
-//!    next event. Within a cycle, events come in the order instructions were written, and
-//!    each instruction's own events in its order.
+//!    it to the `order::Emitter`, which files every event under its cycle in a calendar (a
+//!    ring of one bucket per cycle, a map for cycles beyond it): the order a merge of the
+//!    lists by `(cycle, order written)` gives. Within a cycle, events come in the order
+//!    instructions were written, and each instruction's own events in its order.
 //! 3. **Watermark.** Events are released to the writer only below the watermark `W`: the
 //!    smallest fetch cycle of the last instruction written, of the instructions still
 //!    waiting and of the record being read. gem5 allocates sequence numbers at fetch, so
@@ -68,8 +69,12 @@
 //!    order whenever fetch ticks grow with them, as they do for one gem5 CPU.) The heap
 //!    therefore holds only instructions in flight around `W`.
 //!
+//! The writer runs on a thread of its own (`replay`): the emitter sends it its calls in
+//! batches, and it encodes (and compresses) while this thread reads the next records. Records
+//! are reused once written, so reading allocates nothing per record.
+//!
 //! Memory is the window's: about 1 KB per waiting record (2 KB with `Rename` lines), some
-//! 25 MB at the default 16,384 whatever the length of the trace.
+//! 35 MB at the default 16,384 (with the writer's batches) whatever the length of the trace.
 //!
 //! Other debug lines are kept per sequence number until that record consumes them, and
 //! dropped once the sequence number is written. At the end, everything left is written; a
@@ -78,10 +83,12 @@
 mod exlog;
 mod order;
 mod record;
+mod replay;
+mod window;
 
 use std::borrow::Cow;
 use std::cell::Cell;
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::io::Write;
 use std::rc::Rc;
 
@@ -90,6 +97,7 @@ use kanata_writer::{Finished, WriterBuilder};
 use self::exlog::ExLogs;
 use self::order::{Clock, Emitter, Event, Handle, Placed};
 use self::record::{Fate, Record, StageName};
+use self::window::{Key, Window};
 use crate::convert::Converter;
 use crate::diag::{Diagnostics, Rule};
 use crate::error::{Error, ErrorKind};
@@ -180,7 +188,7 @@ impl BoomInsn {
             if let Some(store) = self.store {
                 stores = vec![store];
             }
-            record.retire(tick, stores, None);
+            record.retire(tick, &stores, None);
         }
         record
     }
@@ -254,14 +262,12 @@ pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
     emitter: Emitter<W>,
     mode: Mode,
     /// The record being read (gem5 records).
-    current: Option<Record>,
+    current: Option<Box<Record>>,
     /// Lines of a record whose `fetch` line was malformed are skipped.
     skipping: bool,
     ex: ExLogs,
     /// The reorder window, by (sequence number, duplicate number).
-    waiting: BTreeMap<(u64, u32), Waiting>,
-    /// The fetch ticks of `waiting`, counted, for the watermark.
-    waiting_fetch: BTreeMap<u64, u32>,
+    waiting: Window<Waiting>,
     /// BOOM instructions still in flight.
     in_flight: BTreeSet<(u64, u32)>,
     clock: Option<Clock>,
@@ -270,6 +276,9 @@ pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
     retire_ids: Option<RetireIds>,
     producers: HashMap<String, Producer>,
     high_water: HighWater,
+    marker: memchr::memmem::Finder<'static>,
+    /// The events of the instruction being written (kept for its buffer).
+    events: Vec<(i64, Event)>,
 }
 
 impl<W: Write + Send + 'static> Gem5Converter<W> {
@@ -285,20 +294,21 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             ));
         }
         Ok(Gem5Converter {
+            waiting: Window::new(options.window.saturating_mul(2).saturating_add(1024)),
             options,
             emitter: Emitter::new(builder, output),
             mode: Mode::Undecided,
             current: None,
             skipping: false,
             ex: ExLogs::default(),
-            waiting: BTreeMap::new(),
-            waiting_fetch: BTreeMap::new(),
             in_flight: BTreeSet::new(),
             clock: None,
             written: None,
             retire_ids: None,
             producers: HashMap::new(),
             high_water: HighWater::default(),
+            marker: memchr::memmem::Finder::new(MARKER),
+            events: Vec::new(),
         })
     }
 
@@ -317,11 +327,21 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         } else {
             raw
         };
+        // Nearly every line of a gem5 trace is a well-formed record line; it is read straight
+        // from the bytes. Anything unusual takes the general path below, which decides the
+        // same way for the lines the fast one accepts.
+        if self.mode == Mode::Records {
+            if let Some(body) = raw.strip_prefix(MARKER) {
+                if self.fast_record_line(body, lineno, diag)? {
+                    return self.after_line(lineno, diag);
+                }
+            }
+        }
         let text = match std::str::from_utf8(raw) {
             Ok(text) => Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(raw),
         };
-        if let Some(at) = memchr::memmem::find(raw, MARKER) {
+        if let Some(at) = self.marker.find(raw) {
             // The marker is ASCII, so these are character boundaries of the lossy text too
             // only when the text is valid; find it again in the text to be safe.
             let at = if text.len() == raw.len() {
@@ -365,6 +385,11 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             self.ex.line(&text, written);
             self.high_water.ex_lines = self.high_water.ex_lines.max(self.ex.kept());
         }
+        self.after_line(lineno, diag)
+    }
+
+    /// Konata's clock detection runs after fixed line numbers until it finds the clock.
+    fn after_line(&mut self, lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
         if self.mode != Mode::Undecided
             && self.clock.is_none()
             && lineno >= FIRST_DRAIN_LINE
@@ -406,10 +431,10 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         match command {
             "retire" => {
                 let stores = store_ticks(fields);
-                let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
+                let consumed = current.retire(tick, &stores, self.ex.get_mut(current.seq));
                 self.ex.consumed(consumed);
                 let record = self.current.take().expect("matched above");
-                self.finished(Waiting::Record(Box::new(record)), diag)?;
+                self.finished(Waiting::Record(record), diag)?;
             }
             "thread" => match fields.next().and_then(number).map(u32::try_from) {
                 Some(Ok(tid)) => current.tid = Some(tid),
@@ -430,10 +455,71 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         Ok(())
     }
 
+    /// A record line (after the marker) in the common form: a known command, plain decimal
+    /// ticks, no spaces to trim, UTF-8 text. Returns `false`, having done nothing, for any
+    /// other line: the general path reads (and reports) it.
+    fn fast_record_line(
+        &mut self,
+        body: &[u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<bool, Error> {
+        let Some(colon) = memchr::memchr(b':', body) else {
+            return Ok(false);
+        };
+        let (command, rest) = (&body[..colon], &body[colon + 1..]);
+        if command == b"fetch" {
+            let Some(fetch) = FetchLine::parse_fast(rest) else {
+                return Ok(false);
+            };
+            self.start_record(&fetch, lineno, diag)?;
+            return Ok(true);
+        }
+        let Some(current) = self.current.as_mut() else {
+            return Ok(false);
+        };
+        let (tick, after) = match memchr::memchr(b':', rest) {
+            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+            None => (rest, None),
+        };
+        let Some(tick) = plain_number(tick) else {
+            return Ok(false);
+        };
+        if command == b"retire" {
+            let store;
+            let stores: &[u64] = match after {
+                None => &[],
+                Some(field) => match field.strip_prefix(b"store:").and_then(plain_number) {
+                    Some(tick) => {
+                        store = [tick];
+                        &store
+                    }
+                    None => return Ok(false),
+                },
+            };
+            let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
+            self.ex.consumed(consumed);
+            let record = self.current.take().expect("matched above");
+            self.finished(Waiting::Record(record), diag)?;
+            return Ok(true);
+        }
+        let (command, name) = match command {
+            b"decode" => ("decode", StageName::Dc),
+            b"rename" => ("rename", StageName::Rn),
+            b"dispatch" => ("dispatch", StageName::Ds),
+            b"issue" => ("issue", StageName::Is),
+            b"complete" => ("complete", StageName::Cm),
+            _ => return Ok(false),
+        };
+        let consumed = current.stage(command, name, tick, self.ex.get_mut(current.seq));
+        self.ex.consumed(consumed);
+        Ok(true)
+    }
+
     fn fetch_line(&mut self, body: &str, lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
         if let Some(open) = self.current.take() {
             report_truncated(diag, &open, "before the next record");
-            self.finished(Waiting::Record(Box::new(open)), diag)?;
+            self.finished(Waiting::Record(open), diag)?;
         }
         let Some(fetch) = FetchLine::parse(body) else {
             diag.report(Rule::G5, lineno, || {
@@ -442,16 +528,44 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             self.skipping = true;
             return Ok(());
         };
+        self.start_record(&fetch, lineno, diag)
+    }
+
+    /// A well-formed `fetch` line: the record before it ends, a new one starts.
+    fn start_record(
+        &mut self,
+        fetch: &FetchLine<'_>,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if let Some(open) = self.current.take() {
+            report_truncated(diag, &open, "before the next record");
+            self.finished(Waiting::Record(open), diag)?;
+        }
         self.skipping = false;
         self.fix_clock(fetch.tick);
-        self.current = Some(Record::fetch(
-            fetch.seq,
-            lineno,
-            fetch.tick,
-            fetch.address,
-            fetch.upc,
-            fetch.disassembly,
-        ));
+        let record = match self.emitter.spare() {
+            Some(mut record) => {
+                record.refill(
+                    fetch.seq,
+                    lineno,
+                    fetch.tick,
+                    fetch.address,
+                    fetch.upc,
+                    fetch.disassembly,
+                );
+                record
+            }
+            None => Box::new(Record::fetch(
+                fetch.seq,
+                lineno,
+                fetch.tick,
+                fetch.address,
+                fetch.upc,
+                fetch.disassembly,
+            )),
+        };
+        self.current = Some(record);
         Ok(())
     }
 
@@ -509,7 +623,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             self.orphan(seq, command, lineno, diag);
             return Ok(());
         };
-        let Some(Waiting::Boom(insn)) = self.waiting.get_mut(&key) else {
+        let Some(Waiting::Boom(insn)) = self.waiting.get_mut(key) else {
             diag.report(Rule::G5, lineno, || {
                 format!("`O3PipeView:{command}` of instruction {seq} after its retirement: dropped")
             });
@@ -540,7 +654,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     /// Ends a BOOM instruction: retired, squashed (tick 0) or left open (`None`).
     fn boom_end(&mut self, key: (u64, u32), retire: Option<(u64, Vec<u64>)>) {
         self.in_flight.remove(&key);
-        if let Some(waiting) = self.waiting.get_mut(&key) {
+        if let Some(waiting) = self.waiting.get_mut(key) {
             if let Waiting::Boom(insn) = waiting {
                 let insn = std::mem::replace(
                     insn.as_mut(),
@@ -561,10 +675,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     }
 
     fn store_completion(&mut self, seq: u64, tick: u64, lineno: u64, diag: &mut Diagnostics) {
-        match self
-            .last_key(seq)
-            .and_then(|key| self.waiting.get_mut(&key))
-        {
+        match self.last_key(seq).and_then(|key| self.waiting.get_mut(key)) {
             Some(Waiting::Record(record)) => record.stores = vec![tick],
             Some(Waiting::Boom(insn)) => insn.store = Some(tick),
             None => self.orphan(seq, "store-comp", lineno, diag),
@@ -605,16 +716,12 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         (seq, duplicate.unwrap_or(0))
     }
 
-    fn last_key(&self, seq: u64) -> Option<(u64, u32)> {
-        self.waiting
-            .range((seq, 0)..=(seq, u32::MAX))
-            .next_back()
-            .map(|(&key, _)| key)
+    fn last_key(&self, seq: u64) -> Option<Key> {
+        self.waiting.last_key(seq)
     }
 
-    fn wait(&mut self, key: (u64, u32), waiting: Waiting) {
-        *self.waiting_fetch.entry(waiting.fetch_tick()).or_default() += 1;
-        self.waiting.insert(key, waiting);
+    fn wait(&mut self, key: Key, waiting: Waiting) {
+        self.waiting.insert(key, waiting.fetch_tick(), waiting);
         self.high_water.waiting = self.high_water.waiting.max(self.waiting.len());
     }
 
@@ -656,25 +763,22 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     fn drain(&mut self, all: bool, diag: &mut Diagnostics) -> Result<(), Error> {
         let mut wrote = false;
         while all || self.waiting.len() > self.options.window {
-            let Some(entry) = self.waiting.first_entry() else {
+            let Some(first) = self.waiting.first_key() else {
                 break;
             };
-            if !all && !entry.get().complete() {
+            if !all && !self.waiting.get(first).is_some_and(Waiting::complete) {
                 break;
             }
-            let (key, waiting) = entry.remove_entry();
-            self.in_flight.remove(&key);
-            let tick = waiting.fetch_tick();
-            if let Some(count) = self.waiting_fetch.get_mut(&tick) {
-                *count -= 1;
-                if *count == 0 {
-                    self.waiting_fetch.remove(&tick);
-                }
+            let Some((key, waiting)) = self.waiting.pop_first() else {
+                break;
+            };
+            if !self.in_flight.is_empty() {
+                self.in_flight.remove(&key);
             }
             let record = match waiting {
-                Waiting::Record(record) => *record,
+                Waiting::Record(record) => record,
                 Waiting::Boom(insn) => {
-                    let record = insn.into_record(None);
+                    let record = Box::new(insn.into_record(None));
                     report_truncated(diag, &record, "at the end of the input");
                     record
                 }
@@ -690,13 +794,13 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     }
 
     /// The cycle below which no instruction to come has an event (see the module docs).
-    fn watermark(&self) -> i64 {
+    fn watermark(&mut self) -> i64 {
         let Some(clock) = self.clock else {
             return i64::MIN;
         };
         let ticks = [
             self.written.map(|(_, fetch)| fetch),
-            self.waiting_fetch.keys().next().copied(),
+            self.waiting.min_fetch(),
             self.current.as_ref().map(|r| r.fetch_tick),
         ];
         ticks
@@ -728,7 +832,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
         let stop = self.current.as_ref().map(|r| r.seq);
         let mut ticks = BTreeSet::new();
-        for (&(seq, _), waiting) in &self.waiting {
+        for ((seq, _), waiting) in self.waiting.in_order() {
             if stop.is_some_and(|s| seq >= s) {
                 break;
             }
@@ -750,7 +854,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             return;
         }
         let mut ticks = BTreeSet::new();
-        for waiting in self.waiting.values() {
+        for (_, waiting) in self.waiting.in_order() {
             match waiting {
                 Waiting::Record(record) => record.ticks(&mut ticks),
                 Waiting::Boom(insn) => {
@@ -776,7 +880,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     // ----- writing -----
 
     /// Turns a record into its events and hands it to the emitter.
-    fn write(&mut self, mut record: Record, diag: &mut Diagnostics) {
+    fn write(&mut self, mut record: Box<Record>, diag: &mut Diagnostics) {
         let clock = self
             .clock
             .expect("the clock is known before anything is written");
@@ -802,14 +906,18 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                      already written (fetch ticks should grow with sequence numbers): dropped"
                 )
             });
+            self.emitter.recycle(record);
             return;
         }
 
-        let mut events = Vec::with_capacity(record.stages.len() + 4);
+        // Each instruction's events in its order; the emitter keeps that order within a
+        // cycle, as a stable sort by cycle would.
+        let mut events = std::mem::take(&mut self.events);
+        events.clear();
         events.push((fetched, Event::Begin));
         let mut last_stage: Option<(i64, i64)> = None;
         let mut retire_tick = None;
-        for stage in std::mem::take(&mut record.stages) {
+        for (index, stage) in record.stages.iter().enumerate() {
             if stage.name == StageName::Rt {
                 retire_tick = Some(stage.start);
                 continue;
@@ -817,17 +925,23 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             let start = cycle(stage.start);
             let end = stage.end.map_or(start, &mut cycle);
             last_stage = Some((start, end));
+            let notes = if stage.notes.is_empty() {
+                Event::NO_NOTES
+            } else {
+                u32::try_from(index).unwrap_or(Event::NO_NOTES)
+            };
             events.push((
                 start,
                 Event::Enter {
                     lane: 0,
                     stage: stage.name,
-                    notes: stage.notes,
+                    notes,
                 },
             ));
         }
 
         let mut handle = None;
+        let mut depends = Vec::new();
         if self.options.deps {
             let complete = record.complete.map(&mut cycle);
             if let Some(c) = complete {
@@ -836,13 +950,14 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                     Event::Enter {
                         lane: 1,
                         stage: StageName::X,
-                        notes: Vec::new(),
+                        notes: Event::NO_NOTES,
                     },
                 ));
                 for source in &record.sources {
                     if let Some(producer) = self.producers.get(source) {
                         if producer.complete.is_none_or(|p| p < c) {
-                            events.push((c, Event::Depend(Rc::clone(&producer.handle))));
+                            events.push((c, Event::Depend(depends.len() as u32)));
+                            depends.push(Rc::clone(&producer.handle));
                         }
                     }
                 }
@@ -851,7 +966,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                     Event::Enter {
                         lane: 1,
                         stage: StageName::XEnd,
-                        notes: Vec::new(),
+                        notes: Event::NO_NOTES,
                     },
                 ));
                 events.push((c + 1, Event::Leave { lane: 1 }));
@@ -892,7 +1007,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                     Event::Enter {
                         lane: 0,
                         stage: StageName::Rt,
-                        notes: Vec::new(),
+                        notes: Event::NO_NOTES,
                     },
                 ));
                 events.push((at + 1, Event::Retire(ids.retire(seq))));
@@ -907,7 +1022,6 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             }
             Fate::Open => {}
         }
-        events.sort_by_key(|&(cycle, _)| cycle);
 
         if let Some((tick, at)) = inexact {
             let tpc = clock.ticks_per_cycle;
@@ -918,15 +1032,17 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                 )
             });
         }
-        let detail = record.full_detail();
-        self.emitter.place(Placed {
-            seq,
-            thread,
-            name: record.name,
-            detail,
-            handle,
-            events,
-        });
+        record.finish_detail();
+        self.emitter.place(
+            Placed {
+                thread,
+                record,
+                handle,
+                depends,
+            },
+            &events,
+        );
+        self.events = events;
     }
 
     fn end(mut self, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {
@@ -938,7 +1054,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
         if let Some(open) = self.current.take() {
             report_truncated(diag, &open, "at the end of the input");
-            self.finished(Waiting::Record(Box::new(open)), diag)?;
+            self.finished(Waiting::Record(open), diag)?;
         }
         if self.clock.is_none() {
             self.detect_at_end(diag);
@@ -968,6 +1084,32 @@ struct FetchLine<'a> {
 }
 
 impl<'a> FetchLine<'a> {
+    /// The fields after `fetch:` when they need no trimming and the text is UTF-8 (else
+    /// `None`, and [`FetchLine::parse`] decides).
+    fn parse_fast(rest: &'a [u8]) -> Option<FetchLine<'a>> {
+        let mut rest = rest;
+        let mut field = || {
+            let at = memchr::memchr(b':', rest)?;
+            let field = &rest[..at];
+            rest = &rest[at + 1..];
+            Some(field)
+        };
+        let tick = plain_number(field()?)?;
+        let address = untrimmed_ascii(field()?)?;
+        let upc = untrimmed_ascii(field()?)?;
+        let (seq, disassembly) = match memchr::memchr(b':', rest) {
+            Some(at) => (&rest[..at], std::str::from_utf8(&rest[at + 1..]).ok()?),
+            None => (rest, ""),
+        };
+        Some(FetchLine {
+            tick,
+            address,
+            upc,
+            seq: plain_number(seq)?,
+            disassembly,
+        })
+    }
+
     /// `fetch:<tick>:<pc>:<upc>:<seq>:<disassembly, colons included>`.
     fn parse(body: &'a str) -> Option<FetchLine<'a>> {
         let mut parts = body.splitn(6, ':');
@@ -984,6 +1126,31 @@ impl<'a> FetchLine<'a> {
             disassembly: parts.next().unwrap_or(""),
         })
     }
+}
+
+/// A number of 1 to 19 decimal digits and nothing else (so it cannot overflow); `None` for
+/// anything [`number`] must look at.
+fn plain_number(field: &[u8]) -> Option<u64> {
+    if field.is_empty() || field.len() > 19 {
+        return None;
+    }
+    let mut value = 0u64;
+    for &b in field {
+        if !b.is_ascii_digit() {
+            return None;
+        }
+        value = value * 10 + u64::from(b - b'0');
+    }
+    Some(value)
+}
+
+/// ASCII text that `str::trim` leaves as it is; `None` for anything else.
+fn untrimmed_ascii(field: &[u8]) -> Option<&str> {
+    let blank = |b: &u8| b.is_ascii_whitespace() || *b == 0x0b;
+    if !field.is_ascii() || field.first().is_some_and(blank) || field.last().is_some_and(blank) {
+        return None;
+    }
+    std::str::from_utf8(field).ok()
 }
 
 /// A tick or sequence number: decimal digits, spaces around allowed.

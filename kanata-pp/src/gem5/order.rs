@@ -1,15 +1,16 @@
-//! Writing instructions whose events are known in advance, in time order: a k-way merge of
-//! their event lists by `(cycle, placement order)`, released up to a watermark.
+//! Writing instructions whose events are known in advance, in time order: their events wait
+//! in a calendar of cycles, in the order a k-way merge of their event lists by `(cycle,
+//! placement order)` gives, and are released up to a watermark.
 
 use std::cell::Cell;
-use std::cmp::Reverse;
-use std::collections::{BinaryHeap, VecDeque};
+use std::collections::BTreeMap;
 use std::io::Write;
 use std::rc::Rc;
 
-use kanata_writer::{DepKind, Finished, InsnId, LabelKind, Lane, Stage, Writer, WriterBuilder};
+use kanata_writer::{Finished, InsnId, WriterBuilder};
 
-use super::record::StageName;
+use super::record::{Record, StageName};
+use super::replay::{Op, Replay};
 use crate::error::Error;
 
 /// Ticks to cycles: `cycle = (tick - phase) / ticks_per_cycle`, rounded down.
@@ -25,6 +26,13 @@ pub(crate) struct Clock {
 impl Clock {
     /// The cycle of `tick`, and whether it is a whole cycle.
     pub(crate) fn cycle(self, tick: u64) -> (i64, bool) {
+        if let Some(shifted) = tick.checked_sub(self.phase) {
+            let cycle = shifted / self.ticks_per_cycle;
+            return (
+                i64::try_from(cycle).unwrap_or(i64::MAX),
+                shifted % self.ticks_per_cycle == 0,
+            );
+        }
         let shifted = i128::from(tick) - i128::from(self.phase);
         let tpc = i128::from(self.ticks_per_cycle);
         let cycle = shifted.div_euclid(tpc);
@@ -35,66 +43,194 @@ impl Clock {
     }
 }
 
-/// The handle of an instruction once it has begun, shared with the dependency arrows that
-/// name it as their producer.
+/// The handle of an instruction once it has begun (its file id), shared with the dependency
+/// arrows that name it as their producer.
 pub(crate) type Handle = Rc<Cell<Option<InsnId>>>;
 
+/// Events whose cycle is this far ahead of the last one written wait in an ordered map
+/// instead of the ring of cycles.
+const RING: usize = 1024;
+
 /// One thing to write for an instruction, at a cycle.
-#[derive(Debug)]
+#[derive(Clone, Copy, Debug)]
 pub(crate) enum Event {
     /// `I`, then the name and detail labels.
     Begin,
-    /// `S` (closing the stage open in the lane), then one `L 2` per note.
+    /// `S` (closing the stage open in the lane), then one `L 2` per note of the record's
+    /// stage `notes` (none for [`Event::NO_NOTES`]).
     Enter {
         lane: u32,
         stage: StageName,
-        notes: Vec<Box<str>>,
+        notes: u32,
     },
     /// `E` of the stage open in the lane.
     Leave { lane: u32 },
-    /// `W` from the producer, if it was written.
-    Depend(Handle),
+    /// `W` from the producer of [`Placed::depends`] number `n`, if it was written.
+    Depend(u32),
     /// `R … 0` with this retire id.
     Retire(i64),
     /// `R … 1` with this retire id.
     Flush(i64),
 }
 
-/// An instruction ready to be written: its `I` fields, labels and events by cycle.
+impl Event {
+    /// [`Event::Enter`] of a stage without notes.
+    pub(crate) const NO_NOTES: u32 = u32::MAX;
+}
+
+/// An instruction ready to be written: its `I` fields, labels and handle. Its events are
+/// given with it.
 #[derive(Debug)]
 pub(crate) struct Placed {
-    pub(crate) seq: u64,
     pub(crate) thread: u32,
-    pub(crate) name: String,
-    pub(crate) detail: String,
+    /// Its name, detail, sequence number and stage notes.
+    pub(crate) record: Box<Record>,
     /// Set once `I` is written, for the arrows of later instructions.
     pub(crate) handle: Option<Handle>,
-    /// Sorted by cycle; the first is [`Event::Begin`].
-    pub(crate) events: Vec<(i64, Event)>,
+    /// The producers of its [`Event::Depend`]s.
+    pub(crate) depends: Vec<Handle>,
 }
 
+/// An instruction placed and not finished.
 struct Live {
     placed: Placed,
-    insn: Option<InsnId>,
-    next: usize,
+    /// The file id, once begun.
+    insn: Option<u64>,
+    /// Its events not yet written.
+    left: u32,
 }
 
-/// Where the instructions go: the writer, made at the first event (its start cycle is the
-/// first cycle written, so that Konata's timeline starts where the trace does).
+/// An event waiting for its cycle, and whose it is.
+#[derive(Clone, Copy, Debug)]
+struct Due {
+    slot: u32,
+    event: Event,
+}
+
+/// The events placed and not yet written, by cycle: a ring of one bucket per cycle from
+/// `base` (the last cycle written), and a map for the cycles beyond the ring. Within a cycle
+/// events stay in the order they were placed: by instruction in placement order, each
+/// instruction's in its own order (the order a k-way merge by `(cycle, placement)` gives).
+struct Calendar {
+    ring: Vec<Vec<Due>>,
+    /// Which buckets of `ring` hold events, one bit each.
+    occupied: Vec<u64>,
+    /// The cycle of the first bucket; `None` until the first cycle is written. Events before
+    /// it are never placed (they would be before the last cycle written).
+    base: Option<i64>,
+    /// Events beyond the ring (or before any cycle was written).
+    far: BTreeMap<i64, Vec<Due>>,
+}
+
+impl Calendar {
+    fn new() -> Calendar {
+        Calendar {
+            ring: (0..RING).map(|_| Vec::new()).collect(),
+            occupied: vec![0; RING / 64],
+            base: None,
+            far: BTreeMap::new(),
+        }
+    }
+
+    fn bucket(cycle: i64) -> usize {
+        cycle.rem_euclid(RING as i64) as usize
+    }
+
+    fn in_ring(&self, cycle: i64) -> bool {
+        self.base
+            .is_some_and(|base| cycle >= base && cycle - base < RING as i64)
+    }
+
+    fn push(&mut self, cycle: i64, due: Due) {
+        if self.in_ring(cycle) {
+            let bucket = Calendar::bucket(cycle);
+            self.ring[bucket].push(due);
+            self.occupied[bucket / 64] |= 1 << (bucket % 64);
+        } else {
+            self.far.entry(cycle).or_default().push(due);
+        }
+    }
+
+    /// The earliest cycle with events.
+    fn first(&self) -> Option<i64> {
+        let far = self.far.keys().next().copied();
+        let Some(base) = self.base else {
+            return far;
+        };
+        let start = Calendar::bucket(base);
+        let mut ring = None;
+        // The words from the base's, wrapping around: the first set bit is the earliest.
+        let words = RING / 64;
+        for k in 0..=words {
+            let word = (start / 64 + k) % words;
+            let mut bits = self.occupied[word];
+            if k == 0 {
+                bits &= u64::MAX << (start % 64);
+            } else if k == words {
+                bits &= !(u64::MAX << (start % 64));
+            }
+            if bits != 0 {
+                let bucket = word * 64 + bits.trailing_zeros() as usize;
+                let offset = (bucket + RING - start) % RING;
+                ring = Some(base + offset as i64);
+                break;
+            }
+        }
+        match (ring, far) {
+            (Some(r), Some(f)) => Some(r.min(f)),
+            (r, f) => r.or(f),
+        }
+    }
+
+    /// Takes the events of `cycle`, the earliest, into `out`; the ring then starts there.
+    fn take(&mut self, cycle: i64, out: &mut Vec<Due>) {
+        if self.base.is_none_or(|base| cycle > base) {
+            self.base = Some(cycle);
+            // The buckets the ring gains were those of the cycles before `cycle`: empty. Events
+            // that come into its reach move in ahead of any placed later.
+            while let Some(entry) = self.far.first_entry() {
+                let at = *entry.key();
+                if at < cycle {
+                    break;
+                }
+                if at - cycle >= RING as i64 {
+                    break;
+                }
+                let dues = entry.remove();
+                let bucket = Calendar::bucket(at);
+                self.ring[bucket].extend(dues);
+                self.occupied[bucket / 64] |= 1 << (bucket % 64);
+            }
+        }
+        if let Some(dues) = self.far.remove(&cycle) {
+            out.extend(dues);
+        }
+        if self.in_ring(cycle) {
+            let bucket = Calendar::bucket(cycle);
+            out.append(&mut self.ring[bucket]);
+            self.occupied[bucket / 64] &= !(1 << (bucket % 64));
+        }
+    }
+}
+
+/// Where the instructions go: the writer, on its own thread (see `replay`).
 pub(crate) struct Emitter<W: Write + Send + 'static> {
-    builder: WriterBuilder,
-    output: Option<W>,
-    writer: Option<Writer<W>>,
-    stages: Vec<Stage>,
-    heap: BinaryHeap<Reverse<(i64, u64)>>,
-    /// The instructions placed and not finished, by placement order from `first_order`
-    /// (`None` once finished; finished ones at the front are dropped).
-    live: VecDeque<Option<Live>>,
-    first_order: u64,
+    out: Replay<W>,
+    calendar: Calendar,
+    /// The instructions placed and not finished, in slots reused once free.
+    live: Vec<Option<Live>>,
+    free: Vec<u32>,
     live_count: usize,
-    next_order: u64,
+    /// The events of the cycle being written.
+    now: Vec<Due>,
+    /// Records written, kept for the next ones to reuse. Boxed: a record goes from here to
+    /// the record being read, the window and back as one pointer.
+    #[allow(clippy::vec_box)]
+    spare: Vec<Box<Record>>,
     /// The cycle of the last event written.
     last_cycle: Option<i64>,
+    /// Instructions begun: the file id of the next one.
+    begun: u64,
     /// The most instructions placed and not yet finished at once (for tests).
     pub(crate) high_water: usize,
 }
@@ -102,16 +238,15 @@ pub(crate) struct Emitter<W: Write + Send + 'static> {
 impl<W: Write + Send + 'static> Emitter<W> {
     pub(crate) fn new(builder: WriterBuilder, output: W) -> Emitter<W> {
         Emitter {
-            builder,
-            output: Some(output),
-            writer: None,
-            stages: Vec::new(),
-            heap: BinaryHeap::new(),
-            live: VecDeque::new(),
-            first_order: 0,
+            out: Replay::new(builder, output),
+            calendar: Calendar::new(),
+            live: Vec::new(),
+            free: Vec::new(),
             live_count: 0,
-            next_order: 0,
+            now: Vec::new(),
+            spare: Vec::new(),
             last_cycle: None,
+            begun: 0,
             high_water: 0,
         }
     }
@@ -121,33 +256,55 @@ impl<W: Write + Send + 'static> Emitter<W> {
         self.last_cycle
     }
 
-    /// Queues an instruction. Its first event must not be earlier than
-    /// [`last_cycle`](Self::last_cycle).
-    pub(crate) fn place(&mut self, placed: Placed) {
-        let Some(&(first, _)) = placed.events.first() else {
+    /// A record no longer needed, to be filled again.
+    pub(crate) fn spare(&mut self) -> Option<Box<Record>> {
+        self.spare.pop()
+    }
+
+    /// Keeps a record for reuse.
+    pub(crate) fn recycle(&mut self, record: Box<Record>) {
+        self.spare.push(record);
+    }
+
+    /// Queues an instruction and its events, in its order; the same cycle may come several
+    /// times, in any order. No event may be earlier than [`last_cycle`](Self::last_cycle).
+    pub(crate) fn place(&mut self, placed: Placed, events: &[(i64, Event)]) {
+        if events.is_empty() {
+            self.spare.push(placed.record);
             return;
+        }
+        let slot = match self.free.pop() {
+            Some(slot) => slot,
+            None => {
+                self.live.push(None);
+                (self.live.len() - 1) as u32
+            }
         };
-        debug_assert!(self.last_cycle.is_none_or(|last| first >= last));
-        let order = self.next_order;
-        self.next_order += 1;
-        self.heap.push(Reverse((first, order)));
-        self.live.push_back(Some(Live {
+        self.live[slot as usize] = Some(Live {
             placed,
             insn: None,
-            next: 0,
-        }));
+            left: events.len() as u32,
+        });
+        for &(cycle, event) in events {
+            debug_assert!(self.last_cycle.is_none_or(|last| cycle >= last));
+            self.calendar.push(cycle, Due { slot, event });
+        }
         self.live_count += 1;
         self.high_water = self.high_water.max(self.live_count);
     }
 
     /// Writes every queued event before `watermark` (all of them for `None`).
     pub(crate) fn release(&mut self, watermark: Option<i64>) -> Result<(), Error> {
-        while let Some(&Reverse((cycle, order))) = self.heap.peek() {
+        while let Some(cycle) = self.calendar.first() {
             if watermark.is_some_and(|w| cycle >= w) {
                 break;
             }
-            self.heap.pop();
-            self.write_at(cycle, order)?;
+            let mut now = std::mem::take(&mut self.now);
+            self.calendar.take(cycle, &mut now);
+            let written = self.write_at(cycle, &now);
+            now.clear();
+            self.now = now;
+            written?;
         }
         Ok(())
     }
@@ -155,91 +312,65 @@ impl<W: Write + Send + 'static> Emitter<W> {
     /// Writes what is left and ends the trace.
     pub(crate) fn finish(mut self) -> Result<Finished<W>, Error> {
         self.release(None)?;
-        if self.writer.is_none() {
-            self.start(0)?;
-        }
-        let writer = self.writer.take().expect("made above");
-        Ok(writer.finish()?)
+        self.out.finish()
     }
 
-    fn start(&mut self, cycle: i64) -> Result<(), Error> {
-        let output = self.output.take().expect("the writer is made once");
-        let mut writer = self
-            .builder
-            .clone()
-            .start_cycle(cycle)
-            .from_writer(output)?;
-        self.stages = StageName::ALL
-            .iter()
-            .map(|name| writer.stage(name.as_str()))
-            .collect::<Result<_, _>>()?;
-        self.writer = Some(writer);
-        Ok(())
-    }
-
-    /// Writes the events of instruction `order` at `cycle`, and queues its next one.
-    fn write_at(&mut self, cycle: i64, order: u64) -> Result<(), Error> {
-        if self.writer.is_none() {
-            self.start(cycle)?;
-        }
-        let writer = self.writer.as_mut().expect("made above");
-        if cycle > writer.cycle() {
-            writer.advance(cycle.abs_diff(writer.cycle()))?;
+    /// Writes the events of `cycle`.
+    fn write_at(&mut self, cycle: i64, dues: &[Due]) -> Result<(), Error> {
+        if self.last_cycle != Some(cycle) {
+            self.out.push(Op::Cycle(cycle))?;
         }
         self.last_cycle = Some(cycle);
-        let index = (order - self.first_order) as usize;
-        let live = self.live[index]
-            .as_mut()
-            .expect("queued instructions are live");
-        while let Some((at, event)) = live.placed.events.get(live.next) {
-            if *at != cycle {
-                break;
-            }
-            live.next += 1;
-            match event {
+        for due in dues {
+            let live = self.live[due.slot as usize]
+                .as_mut()
+                .expect("queued instructions are live");
+            let insn = live.insn.unwrap_or(self.begun);
+            match due.event {
                 Event::Begin => {
-                    let p = &live.placed;
-                    let insn = writer.begin(p.seq, p.thread)?;
-                    writer.label(insn, LabelKind::Name, &p.name)?;
-                    writer.label(insn, LabelKind::Detail, &p.detail)?;
-                    if let Some(handle) = &p.handle {
-                        handle.set(Some(insn));
+                    self.begun += 1;
+                    let record = &live.placed.record;
+                    let name = self.out.text(&record.name);
+                    let detail = self.out.text(&record.detail);
+                    self.out.push(Op::Begin {
+                        seq: record.seq,
+                        thread: live.placed.thread,
+                        name,
+                        detail,
+                    })?;
+                    if let Some(handle) = &live.placed.handle {
+                        handle.set(Some(InsnId::from_raw(insn)));
                     }
                     live.insn = Some(insn);
                 }
                 Event::Enter { lane, stage, notes } => {
-                    let insn = live.insn.expect("`I` comes first");
-                    writer.enter(insn, Lane::new(*lane), self.stages[stage.index()])?;
-                    for note in notes {
-                        writer.label(insn, LabelKind::StageNote, note)?;
+                    self.out.push(Op::Enter { insn, lane, stage })?;
+                    if let Some(stage) = live.placed.record.stages.get(notes as usize) {
+                        for note in &stage.notes {
+                            let text = self.out.text(note);
+                            self.out.push(Op::Note { insn, text })?;
+                        }
                     }
                 }
-                Event::Leave { lane } => {
-                    writer.leave(live.insn.expect("`I` comes first"), Lane::new(*lane))?;
-                }
-                Event::Depend(producer) => {
-                    let insn = live.insn.expect("`I` comes first");
-                    if let Some(producer) = producer.get().filter(|&p| p < insn) {
-                        writer.depend(insn, producer, DepKind::WAKE_UP)?;
+                Event::Leave { lane } => self.out.push(Op::Leave { insn, lane })?,
+                Event::Depend(n) => {
+                    let producer = live.placed.depends[n as usize].get();
+                    if let Some(producer) = producer.filter(|p| p.into_raw() < insn) {
+                        self.out.push(Op::Depend {
+                            insn,
+                            producer: producer.into_raw(),
+                        })?;
                     }
                 }
-                Event::Retire(rid) => {
-                    writer.retire_as(live.insn.expect("`I` comes first"), *rid)?;
-                }
-                Event::Flush(rid) => {
-                    writer.flush_as(live.insn.expect("`I` comes first"), *rid)?;
-                }
+                Event::Retire(rid) => self.out.push(Op::Retire { insn, rid })?,
+                Event::Flush(rid) => self.out.push(Op::Flush { insn, rid })?,
             }
-        }
-        match live.placed.events.get(live.next) {
-            Some(&(next, _)) => self.heap.push(Reverse((next, order))),
-            None => {
-                self.live[index] = None;
+            live.left -= 1;
+            if live.left == 0 {
+                let done = self.live[due.slot as usize].take().expect("live above");
+                self.spare.push(done.placed.record);
+                self.free.push(due.slot);
                 self.live_count -= 1;
-                while let Some(None) = self.live.front() {
-                    self.live.pop_front();
-                    self.first_order += 1;
-                }
             }
         }
         Ok(())
@@ -249,6 +380,53 @@ impl<W: Write + Send + 'static> Emitter<W> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_calendar_gives_events_by_cycle_in_placement_order_near_and_far() {
+        let mut calendar = Calendar::new();
+        let mut placed = Vec::new();
+        let mut taken = Vec::new();
+        let mut now = Vec::new();
+        let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+        let mut last = -5;
+        for slot in 0..3000u32 {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            // Mostly near, some beyond the ring, all at or after the last cycle taken.
+            let ahead = if rng % 7 == 0 { rng % 5000 } else { rng % 40 } as i64;
+            for k in 0..3 {
+                let cycle = last + ahead + k;
+                calendar.push(
+                    cycle,
+                    Due {
+                        slot,
+                        event: Event::Retire(k),
+                    },
+                );
+                placed.push((cycle, slot, k));
+            }
+            if slot % 3 == 0 {
+                if let Some(cycle) = calendar.first() {
+                    calendar.take(cycle, &mut now);
+                    taken.extend(now.drain(..).map(|d| match d.event {
+                        Event::Retire(k) => (cycle, d.slot, k),
+                        _ => unreachable!(),
+                    }));
+                    last = cycle;
+                }
+            }
+        }
+        while let Some(cycle) = calendar.first() {
+            calendar.take(cycle, &mut now);
+            taken.extend(now.drain(..).map(|d| match d.event {
+                Event::Retire(k) => (cycle, d.slot, k),
+                _ => unreachable!(),
+            }));
+        }
+        placed.sort_by_key(|&(cycle, slot, _)| (cycle, slot));
+        assert_eq!(taken, placed);
+    }
 
     #[test]
     fn cycles_count_from_the_phase_and_say_when_a_tick_is_between_edges() {

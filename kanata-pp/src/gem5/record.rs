@@ -146,10 +146,10 @@ impl Record {
             seq,
             line,
             fetch_tick: tick,
-            name: format!("{address}: {disassembly}"),
-            detail: format!("Fetched Tick: {tick}\nMicro PC: {upc}"),
+            name: String::new(),
+            detail: String::new(),
             tid: None,
-            stages: Vec::with_capacity(8),
+            stages: Vec::new(),
             current: tick,
             fate: Fate::Open,
             stores: Vec::new(),
@@ -157,10 +157,43 @@ impl Record {
             sources: Vec::new(),
             destinations: Vec::new(),
         };
-        if tick != 0 {
-            record.start(StageName::F, tick);
-        }
+        record.refill(seq, line, tick, address, upc, disassembly);
         record
+    }
+
+    /// Makes this record the one a `fetch` line starts, reusing its buffers.
+    pub(crate) fn refill(
+        &mut self,
+        seq: u64,
+        line: u64,
+        tick: u64,
+        address: &str,
+        upc: &str,
+        disassembly: &str,
+    ) {
+        self.seq = seq;
+        self.line = line;
+        self.fetch_tick = tick;
+        self.name.clear();
+        self.name.push_str(address);
+        self.name.push_str(": ");
+        self.name.push_str(disassembly);
+        self.detail.clear();
+        self.detail.push_str("Fetched Tick: ");
+        push_decimal(&mut self.detail, tick);
+        self.detail.push_str("\nMicro PC: ");
+        self.detail.push_str(upc);
+        self.tid = None;
+        self.stages.clear();
+        self.current = tick;
+        self.fate = Fate::Open;
+        self.stores.clear();
+        self.complete = None;
+        self.sources.clear();
+        self.destinations.clear();
+        if tick != 0 {
+            self.start(StageName::F, tick);
+        }
     }
 
     /// A stage command (`decode` … `complete`) at `tick`, after the ex-log lines before it.
@@ -192,18 +225,15 @@ impl Record {
 
     /// The `retire` line: `tick` 0 is a flush at the current tick. Every ex-log line left is
     /// consumed first. Returns how many were.
-    pub(crate) fn retire(
-        &mut self,
-        tick: u64,
-        stores: Vec<u64>,
-        ex: Option<&mut ExEntry>,
-    ) -> usize {
+    pub(crate) fn retire(&mut self, tick: u64, stores: &[u64], ex: Option<&mut ExEntry>) -> usize {
         let cutoff = if tick == 0 { self.current } else { tick };
         let consumed = self.consume(ex, None, cutoff);
         let flushed = tick == 0;
         let at = if flushed { self.current } else { tick };
-        let _ = write!(self.detail, "\nRetired Tick: {tick}");
-        self.stores = stores;
+        self.detail.push_str("\nRetired Tick: ");
+        push_decimal(&mut self.detail, tick);
+        self.stores.clear();
+        self.stores.extend_from_slice(stores);
         for stage in &mut self.stages {
             if stage.end.is_none() {
                 stage.end = Some(at);
@@ -223,15 +253,14 @@ impl Record {
         consumed
     }
 
-    /// The detail label as Konata ends it: the store ticks after the retired tick.
-    pub(crate) fn full_detail(&self) -> String {
-        let mut detail = self.detail.clone();
+    /// Ends the detail label as Konata ends it: the store ticks after the retired tick.
+    pub(crate) fn finish_detail(&mut self) {
         if self.fate != Fate::Open {
-            for store in &self.stores {
-                let _ = write!(detail, "\nStore Tick: {store}");
+            for &store in &self.stores {
+                self.detail.push_str("\nStore Tick: ");
+                push_decimal(&mut self.detail, store);
             }
         }
-        detail
     }
 
     /// Every tick Konata's clock detection looks at: fetch, retire, stage starts and ends
@@ -333,6 +362,24 @@ impl Record {
     }
 }
 
+/// `value` in decimal, as `write!` would put it, without the formatting machinery.
+pub(crate) fn push_decimal(text: &mut String, value: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = value;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    for &d in &digits[at..] {
+        text.push(char::from(d));
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -352,7 +399,7 @@ mod tests {
         r.stage("decode", StageName::Dc, 2000, None);
         r.stage("rename", StageName::Rn, 0, None);
         r.stage("complete", StageName::Cm, 3000, None);
-        r.retire(4000, vec![0], None);
+        r.retire(4000, &[0], None);
         assert_eq!(
             boxes(&r),
             vec![
@@ -363,8 +410,9 @@ mod tests {
             ]
         );
         assert_eq!(r.complete, Some(3000));
+        r.finish_detail();
         assert_eq!(
-            r.full_detail(),
+            r.detail,
             "Fetched Tick: 1000\nMicro PC: 0\nRetired Tick: 4000\nStore Tick: 0"
         );
     }
@@ -378,7 +426,7 @@ mod tests {
         });
         let mut r = Record::fetch(10, 1, 1000, "0x10", "0", " load");
         r.stage("complete", StageName::Cm, 5000, Some(&mut ex));
-        r.retire(7000, vec![], Some(&mut ex));
+        r.retire(7000, &[], Some(&mut ex));
         assert_eq!(
             boxes(&r),
             vec![
