@@ -107,6 +107,9 @@ impl<L> Ids<L> {
         }
         let found = match &self.finished {
             Some(finished) => finished.get(&id).copied(),
+            // An id past the last one is new (every `I` of a log with increasing ids): no
+            // search through the million ids kept.
+            None if self.recent.back().is_none_or(|&last| id > last) => None,
             // Increasing ids: the output id is the position among the recent ones.
             None => self
                 .recent
