@@ -307,6 +307,19 @@ impl LineParser {
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Line<&'a [u8]> {
+        let slash = memchr(b'/', line).is_some();
+        self.parse_knowing_slash(line, slash, lineno, diag)
+    }
+
+    /// [`parse`](Self::parse) for a caller that knows whether `line` holds a `/` (it found
+    /// them all in its block at once), so that most lines skip the search for a comment.
+    pub(crate) fn parse_knowing_slash<'a>(
+        &'a mut self,
+        line: &'a [u8],
+        slash: bool,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Line<&'a [u8]> {
         let Some(&first) = line.first() else {
             return Line::Blank;
         };
@@ -316,7 +329,7 @@ impl LineParser {
             return classify_other(line);
         }
         // Q3: a trailing ` // comment` after the fields of a command other than `L`.
-        let line = if first != b'L' {
+        let line = if first != b'L' && slash {
             strip_trailing_comment(line, lineno, diag)
         } else {
             line
@@ -782,10 +795,6 @@ fn parse_wide(field: &[u8]) -> Option<(i128, bool)> {
 
 /// Q3: ` // comment` after the fields of a non-label line: a `//` after white space.
 fn strip_trailing_comment<'a>(line: &'a [u8], lineno: u64, diag: &mut Diagnostics) -> &'a [u8] {
-    // memchr, not `contains`: the latter's generic loop costs more on short lines.
-    if memchr(b'/', line).is_none() {
-        return line;
-    }
     let mut from = 0;
     while let Some(found) = memchr::memmem::find(&line[from..], b"//") {
         let at = from + found;

@@ -48,10 +48,12 @@ impl KanataReader {
     }
 
     /// Reads one line: what the normalizer gets of it (the parsed line and its text after
-    /// any prefix), or `None` when there is nothing for it (already reported).
+    /// any prefix), or `None` when there is nothing for it (already reported). `slash`:
+    /// whether `raw` holds a `/`.
     pub(crate) fn read<'a>(
         &'a mut self,
         raw: &'a [u8],
+        slash: bool,
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<ReadLine<'a>, Error> {
@@ -71,7 +73,8 @@ impl KanataReader {
         if self.in_header {
             return self.header(line, lineno, diag);
         }
-        Ok(Some((self.parser.parse(line, lineno, diag), line)))
+        let parsed = self.parser.parse_knowing_slash(line, slash, lineno, diag);
+        Ok(Some((parsed, line)))
     }
 
     /// Q2: blank and comment lines, a BOM, then the header or (legacy) a `C=`.
@@ -454,8 +457,11 @@ fn parse_lines(
     mut take: impl FnMut(u64, Line<&[u8]>, &[u8], &mut Diagnostics) -> Result<(), Error>,
 ) -> Option<Result<u64, Error>> {
     let mut start = 0;
-    // One search over the block for all its line ends: cheaper than a search per line.
+    // One search over the block for all its line ends, and one for its slashes (which may
+    // start a comment, Q3): cheaper than searches per line.
     let mut line_ends = memchr::memchr_iter(b'\n', block);
+    let mut slashes = memchr::memchr_iter(b'/', block);
+    let mut next_slash = slashes.next().unwrap_or(usize::MAX);
     while start < block.len() {
         let (end, next) = match line_ends.next() {
             Some(end) => (end, end + 1),
@@ -468,11 +474,15 @@ fn parse_lines(
         let number = at.number;
         let had_cr = end > start && block[end - 1] == b'\r';
         let line = &block[start..end - usize::from(had_cr)];
+        while next_slash < start {
+            next_slash = slashes.next().unwrap_or(usize::MAX);
+        }
+        let slash = next_slash < end;
         start = next;
         if had_cr {
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
-        match reader.read(line, number, diag) {
+        match reader.read(line, slash, number, diag) {
             Ok(None) => {}
             Ok(Some((Line::CycleOutOfRange(cycle), _))) => {
                 let message = crate::kanata_parse::cycle_out_of_range(cycle);
@@ -590,6 +600,31 @@ mod tests {
         for rule in [Rule::Q1, Rule::Q3, Rule::Q8, Rule::Q9, Rule::Q20] {
             assert!(shared_diag.rules().contains_key(&rule), "{rule:?}");
         }
+    }
+
+    #[test]
+    fn q3_trailing_comments_are_found_on_every_line_of_every_block() {
+        let mut input = b"Kanata\t0004\nC=\t0 // start\n".to_vec();
+        let mut commented = 1;
+        for id in 0..100_000 {
+            input.extend_from_slice(format!("I\t{id}\t{id}\t0\n").as_bytes());
+            // Slashes in a label are text, not a comment.
+            input.extend_from_slice(format!("L\t{id}\t0\ta // b/c\n").as_bytes());
+            if id % 7 == 0 {
+                input.extend_from_slice(format!("S\t{id}\t0\tX // {id}\n").as_bytes());
+                commented += 1;
+            } else {
+                input.extend_from_slice(format!("S\t{id}\t0\tX/Y\n").as_bytes());
+            }
+            input.extend_from_slice(format!("R\t{id}\t{id}\t0\n").as_bytes());
+        }
+        assert!(input.len() > 3 * BLOCK);
+        let (output, diag) = convert(input);
+        let text = String::from_utf8(output).unwrap();
+        assert_eq!(diag.rules()[&Rule::Q3].count, commented);
+        assert_eq!(text.matches("\tX\n").count(), 2 * 14_286, "S and E of X");
+        assert_eq!(text.matches("\tX/Y\n").count(), 2 * (100_000 - 14_286));
+        assert_eq!(text.matches("a // b/c\n").count(), 100_000);
     }
 
     #[test]
