@@ -184,6 +184,7 @@ pub(crate) enum RetireType {
 }
 
 /// Where the fields of a line are, and whether they were separated by TABs.
+#[derive(Default)]
 struct Fields<'a> {
     fields: [&'a [u8]; 4],
     count: usize,
@@ -334,7 +335,8 @@ impl LineParser {
         } else {
             line
         };
-        let f = split(line);
+        let mut f = Fields::default();
+        split_into(line, &mut f);
         let name = if f.tabbed {
             f.fields[0]
         } else {
@@ -600,8 +602,18 @@ fn tab_mask(word: u64) -> u64 {
 }
 
 /// Splits the fixed fields: on TABs if the line has any, else on runs of white space (Q19).
-#[inline(always)]
+#[cfg(test)]
 fn split(line: &[u8]) -> Fields<'_> {
+    let mut f = Fields::default();
+    split_into(line, &mut f);
+    f
+}
+
+/// [`split`] into the caller's `f`, which must be [`Fields::default`]. (Fields stored one by
+/// one into a value that is then moved would be read back wider than they were written: a
+/// store-forwarding stall on every line.)
+#[inline(always)]
+fn split_into<'a>(line: &'a [u8], f: &mut Fields<'a>) {
     // One pass over the line finds the first four TABs and counts the rest, eight bytes at a
     // time: lines are short, and this beats both a byte loop and a `memchr` call per field.
     let mut tabs = [0usize; 4];
@@ -631,28 +643,25 @@ fn split(line: &[u8]) -> Fields<'_> {
         }
     }
     if found == 0 {
-        return split_on_spaces(line);
+        *f = split_on_spaces(line);
+        return;
     }
-    let mut fields: [&[u8]; 4] = [&[]; 4];
+    f.count = 4;
+    f.tabbed = true;
+    f.extra_fields = found == 4 || extra_tabs > 0;
     let mut start = 0;
-    for (field, &tab) in fields.iter_mut().zip(&tabs[..found]) {
+    for (field, &tab) in f.fields.iter_mut().zip(&tabs[..found]) {
         *field = &line[start..tab];
         start = tab + 1;
     }
-    let (count, rest) = if found < 4 {
-        fields[found] = &line[start..];
-        (found + 1, &line[start..])
+    if found < 4 {
+        f.fields[found] = &line[start..];
+        f.count = found + 1;
+        f.rest = &line[start..];
     } else {
         // Field 3 ends at the fourth TAB; the label text runs on to the end of the line
         // (further TABs are Q9's business).
-        (4, &line[tabs[2] + 1..])
-    };
-    Fields {
-        fields,
-        count,
-        rest,
-        tabbed: true,
-        extra_fields: found == 4 || extra_tabs > 0,
+        f.rest = &line[tabs[2] + 1..];
     }
 }
 
