@@ -6,6 +6,8 @@
 //! Works on bytes: a line is split in place and numbers are parsed without allocating. Only
 //! a label whose text must be rebuilt (Q9, Q19) is copied, into a buffer the caller keeps.
 
+use std::fmt;
+
 use memchr::memchr;
 
 use crate::diag::{Diagnostics, Rule};
@@ -39,7 +41,7 @@ pub(crate) enum Command<T> {
     /// `C <n>`.
     Cycle(i64),
     /// `I <id> <sim id> <thread>`.
-    Insn { id: i64, sim_id: i128, thread: i64 },
+    Insn { id: i64, sim_id: SimId, thread: i64 },
     /// `L <id> <type> <text>`; text as written (never empty).
     Label { id: i64, kind: u8, text: T },
     /// `S`/`E` `<id> <lane> <stage>`.
@@ -169,6 +171,42 @@ impl<T> Line<T> {
             Line::Other => Line::Other,
             Line::CycleOutOfRange(cycle) => Line::CycleOutOfRange(f(cycle)),
         }
+    }
+}
+
+/// The simulator id of an `I`: any value of 64 bits, signed or unsigned. Held as its 64 bits
+/// and a sign rather than as an `i128`, whose 16-byte alignment would make every parsed line
+/// a quarter larger (and the batches that cross threads with it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) struct SimId {
+    bits: u64,
+    negative: bool,
+}
+
+impl SimId {
+    /// The id as a number.
+    pub(crate) fn get(self) -> i128 {
+        if self.negative {
+            i128::from(self.bits as i64)
+        } else {
+            i128::from(self.bits)
+        }
+    }
+}
+
+impl From<i128> for SimId {
+    /// `value` must be within `i64::MIN..=u64::MAX` (what [`parse_wide`] returns).
+    fn from(value: i128) -> SimId {
+        SimId {
+            bits: value as u64,
+            negative: value < 0,
+        }
+    }
+}
+
+impl fmt::Debug for SimId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.get().fmt(f)
     }
 }
 
@@ -407,7 +445,7 @@ impl LineParser {
                 {
                     Some(Some((value, canonical))) => {
                         padded |= !canonical;
-                        value
+                        SimId::from(value)
                     }
                     _ => {
                         int_field(&f, 2, lineno, diag, &mut padded, "simulator id");
@@ -947,6 +985,18 @@ mod tests {
             parse("Kanata\t0004    ").0,
             "Header { version: [48, 48, 48, 52] }"
         );
+    }
+
+    #[test]
+    fn simulator_ids_keep_every_64_bit_value_signed_or_unsigned() {
+        for value in [i128::from(i64::MIN), -1, 0, 1, i128::from(u64::MAX)] {
+            assert_eq!(SimId::from(value).get(), value);
+            let line = format!("I\t0\t{value}\t0");
+            assert_eq!(
+                parse(&line).0,
+                format!("Command(Insn {{ id: 0, sim_id: {value}, thread: 0 }})")
+            );
+        }
     }
 
     #[test]

@@ -603,6 +603,13 @@ mod tests {
     }
 
     #[test]
+    fn a_parsed_line_fits_in_a_cache_line() {
+        // Batches of items cross from one core to the other: every byte of an item is a
+        // cache miss on the normalizer's side.
+        assert!(std::mem::size_of::<Item>() <= 64);
+    }
+
+    #[test]
     fn q3_trailing_comments_are_found_on_every_line_of_every_block() {
         let mut input = b"Kanata\t0004\nC=\t0 // start\n".to_vec();
         let mut commented = 1;

@@ -19,7 +19,7 @@ use kanata_writer::{Writer, WriterBuilder};
 use crate::diag::{Diagnostics, Rule};
 use crate::error::Error;
 use crate::ids::{out_id, IdHasher, Ids, Resolved};
-use crate::kanata_parse::{Command, Line, RetireType};
+use crate::kanata_parse::{Command, Line, RetireType, SimId};
 use crate::stage_names::StageNames;
 
 /// What to do with instructions that are still open at the end of the log (Q15).
@@ -384,7 +384,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     fn insn(
         &mut self,
         id: i64,
-        sim_id: i128,
+        sim_id: SimId,
         thread: i64,
         lineno: u64,
         diag: &mut Diagnostics,
@@ -404,7 +404,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             }),
             Resolved::Unknown => {}
         }
-        let insn = self.writer().begin_signed(sim_id, thread)?;
+        let insn = self.writer().begin_signed(sim_id.get(), thread)?;
         self.ids.begin(id, insn, LiveInsn::default());
         Ok(())
     }
