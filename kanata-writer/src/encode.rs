@@ -104,6 +104,32 @@ impl LineHead {
         LineHead(bytes)
     }
 
+    /// The head of id + 1: the id's decimal digits incremented in place.
+    #[inline]
+    pub(crate) fn next(&self) -> LineHead {
+        let mut bytes = self.0;
+        let len = usize::from(bytes[0]);
+        // Digits are bytes[2..len - 1].
+        let mut at = len - 2;
+        loop {
+            if bytes[at] < b'9' {
+                bytes[at] += 1;
+                return LineHead(bytes);
+            }
+            bytes[at] = b'0';
+            if at == 2 {
+                break;
+            }
+            at -= 1;
+        }
+        // All nines: one more digit, `10…0`.
+        bytes[2] = b'1';
+        bytes[len - 1] = b'0';
+        bytes[len] = b'\t';
+        bytes[0] = (len + 1) as u8;
+        LineHead(bytes)
+    }
+
     /// Writes the head with `command` at `out[0]`; returns where the next field starts.
     #[inline(always)]
     fn put(&self, out: &mut [u8], command: u8) -> usize {
@@ -561,6 +587,19 @@ mod tests {
             buf,
             format!("S\t{}\t{}\t{long}\n", u64::MAX, u32::MAX).into_bytes()
         );
+    }
+
+    #[test]
+    fn the_next_head_is_the_next_id() {
+        let mut starts = vec![0u64, 1, u64::MAX / 10 - 20, u64::MAX - 30];
+        starts.extend((1..20).map(|e| 10u64.pow(e).saturating_sub(12)));
+        for start in starts {
+            let mut head = LineHead::new(start);
+            for id in start..start + 25 {
+                assert_eq!(head.0, LineHead::new(id).0, "{id}");
+                head = head.next();
+            }
+        }
     }
 
     #[test]

@@ -218,23 +218,28 @@ impl LiveSet {
         }
     }
 
-    /// Ends instruction `id` and returns what it had open.
-    #[inline]
-    pub(crate) fn remove(&mut self, id: u64) -> Option<InsnState> {
+    /// Ends instruction `id`, if live. Its state stays in the slot until a new instruction
+    /// takes it: the writer reads it in place first, and moving it out would cost more.
+    #[inline(always)]
+    pub(crate) fn end(&mut self, id: u64) {
         let index = (id & self.mask) as usize;
         let slot = &mut self.slots[index];
-        let state = if slot.tag == id {
+        if slot.tag == id {
             slot.tag = LiveSet::vacant(index);
-            let state = std::mem::take(&mut slot.state);
+            self.live -= 1;
             if id == self.base {
                 self.pop_ended_front();
             }
-            state
         } else {
-            self.stragglers.remove(&id)?
-        };
-        self.live -= 1;
-        Some(state)
+            self.end_straggler(id);
+        }
+    }
+
+    #[cold]
+    fn end_straggler(&mut self, id: u64) {
+        if self.stragglers.remove(&id).is_some() {
+            self.live -= 1;
+        }
     }
 
     #[inline]
@@ -268,7 +273,9 @@ mod tests {
         live.push(0, InsnState::new(LineHead::new(0))); // never ends
         for id in 1..(3 * RING_SPAN as u64) {
             live.push(id, InsnState::new(LineHead::new(id)));
-            assert!(live.remove(id).is_some());
+            assert!(live.get(id).is_some());
+            live.end(id);
+            assert!(live.get(id).is_none());
         }
         assert_eq!(live.len(), 1);
         assert!(
@@ -279,8 +286,9 @@ mod tests {
         assert_eq!(live.stragglers.len(), 1);
         assert!(live.get_mut(0).is_some());
         assert_eq!(live.ids(), vec![0]);
-        assert!(live.remove(0).is_some());
-        assert!(live.remove(0).is_none());
+        live.end(0);
+        assert_eq!(live.len(), 0);
+        assert!(live.get_mut(0).is_none());
     }
 
     #[test]

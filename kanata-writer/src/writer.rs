@@ -374,6 +374,7 @@ impl WriterBuilder {
             buffer_size: self.buffer_size,
             sink: Some(sink),
             next_id: 0,
+            next_head: LineHead::new(0),
             live: LiveSet::default(),
             stages: StageTable::new(!self.discard),
             next_retire_id: 0,
@@ -420,6 +421,8 @@ pub struct Writer<W: Write> {
     /// `None` once finished or after an I/O error.
     sink: Option<Sink<W>>,
     next_id: u64,
+    /// The head of `next_id`'s lines.
+    next_head: LineHead,
     live: LiveSet,
     stages: StageTable,
     next_retire_id: u64,
@@ -547,9 +550,7 @@ impl<W: Write> Writer<W> {
         if self.window.phase != Phase::Open || self.out.discard {
             return self.begin_with(sim_id, thread);
         }
-        let id = self.next_id;
-        self.next_id += 1;
-        let head = LineHead::new(id);
+        let (id, head) = self.mint();
         self.live.push(id, InsnState::new(head));
         let out = &mut self.out;
         out.sync_cycle();
@@ -568,13 +569,8 @@ impl<W: Write> Writer<W> {
         if self.window.phase != Phase::Open {
             return Ok(InsnId::UNTRACED);
         }
-        let id = self.next_id;
-        self.next_id += 1;
-        if self.out.discard {
-            self.live.push(id, InsnState::default());
-        } else {
-            self.live.push(id, InsnState::new(LineHead::new(id)));
-        }
+        let (id, head) = self.mint();
+        self.live.push(id, InsnState::new(head));
         self.out.sync_cycle();
         if !self.out.discard {
             self.out.scratch.clear();
@@ -919,13 +915,15 @@ impl<W: Write> Writer<W> {
         retire_id: R,
         flushed: bool,
     ) -> Result<bool> {
-        let Some(state) = self.live.remove(insn.0) else {
+        let Some(state) = self.live.get_mut(insn.0) else {
             if insn == InsnId::UNTRACED && !flushed && self.watch_window {
                 self.window.count_untraced_retirement();
                 self.update_window();
             }
             return self.not_live(insn).map(|()| false);
         };
+        // Written from the state in place; the instruction ends once its lines are.
+        let state = &*state;
         self.out.sync_cycle();
         // The fast path: stages open in lanes 0 and 1 only, each with a rendered tail, and a
         // retire id of up to 64 bits.
@@ -1005,6 +1003,7 @@ impl<W: Write> Writer<W> {
                 self.out.put_scratch();
             }
         }
+        self.live.end(insn.0);
         self.out.lines += 1;
         if flushed {
             self.flushed += 1;
@@ -1094,6 +1093,19 @@ impl<W: Write> Writer<W> {
     }
 
     // ----- internals -----
+
+    /// The next file id, and the head of its lines.
+    #[inline(always)]
+    fn mint(&mut self) -> (u64, LineHead) {
+        let minted = (self.next_id, self.next_head);
+        self.next_id += 1;
+        // Ids are dense, so the next head is this one's id plus one, in decimal: cheaper than
+        // formatting it. A discarding writer writes no head.
+        if !self.out.discard {
+            self.next_head = self.next_head.next();
+        }
+        minted
+    }
 
     /// The error for a call on an instruction that is not live; untraced handles are fine.
     #[cold]
