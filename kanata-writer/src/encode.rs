@@ -110,23 +110,12 @@ impl LineHead {
         let mut bytes = self.0;
         let len = usize::from(bytes[0]);
         // Digits are bytes[2..len - 1].
-        let mut at = len - 2;
-        loop {
-            if bytes[at] < b'9' {
-                bytes[at] += 1;
-                return LineHead(bytes);
-            }
-            bytes[at] = b'0';
-            if at == 2 {
-                break;
-            }
-            at -= 1;
+        if increment(&mut bytes[2..len - 1]) {
+            // All nines became `10…0`: one digit more.
+            bytes[len - 1] = b'0';
+            bytes[len] = b'\t';
+            bytes[0] = (len + 1) as u8;
         }
-        // All nines: one more digit, `10…0`.
-        bytes[2] = b'1';
-        bytes[len - 1] = b'0';
-        bytes[len] = b'\t';
-        bytes[0] = (len + 1) as u8;
         LineHead(bytes)
     }
 
@@ -136,7 +125,57 @@ impl LineHead {
         out[..24].copy_from_slice(&self.0);
         out[0] = command;
         // The length is at most 23; saying so lets the compiler drop the bounds checks after.
-        usize::from(self.0[0]).min(24)
+        usize::from(self.0[0]) & 31
+    }
+}
+
+/// Adds one to the decimal number `digits`; true if it was all nines, which leaves `10…0`
+/// without its last zero (the caller appends it).
+#[inline]
+fn increment(digits: &mut [u8]) -> bool {
+    for digit in digits.iter_mut().rev() {
+        if *digit < b'9' {
+            *digit += 1;
+            return false;
+        }
+        *digit = b'0';
+    }
+    if let Some(first) = digits.first_mut() {
+        *first = b'1';
+    }
+    true
+}
+
+/// The end of an `R` line, `<retire id>\t<0|1>\n`, rendered ahead: the serial retire ids of
+/// [`Writer::retire`](crate::Writer::retire) are kept rendered and incremented, like the file
+/// ids. The last byte holds the length.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct RetireTail([u8; 24]);
+
+impl RetireTail {
+    /// What a flush writes: retire id 0, type 1.
+    pub(crate) const FLUSHED: RetireTail = RetireTail([
+        b'0', b'\t', b'1', b'\n', 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 4,
+    ]);
+
+    pub(crate) fn new(retire_id: u64, flushed: bool) -> RetireTail {
+        let mut bytes = [0; 24];
+        let n = digits(&mut bytes[..20], retire_id);
+        bytes[n..n + 3].copy_from_slice(if flushed { b"\t1\n" } else { b"\t0\n" });
+        bytes[23] = (n + 3) as u8;
+        RetireTail(bytes)
+    }
+
+    /// The tail of the next retire id (of a retirement).
+    #[inline]
+    pub(crate) fn next(&self) -> RetireTail {
+        let mut bytes = self.0;
+        let len = usize::from(bytes[23]);
+        if increment(&mut bytes[..len - 3]) {
+            bytes[len - 3..len + 1].copy_from_slice(b"0\t0\n");
+            bytes[23] = (len + 1) as u8;
+        }
+        RetireTail(bytes)
     }
 }
 
@@ -152,7 +191,8 @@ impl StageTail {
 
     pub(crate) fn new(name: &[u8]) -> StageTail {
         let mut tail = [0; 32];
-        if name.len() + 3 <= tail.len() {
+        // Up to 31 bytes, so that a length fits in five bits.
+        if name.len() + 3 < tail.len() {
             tail[0] = (name.len() + 3) as u8;
             tail[1] = b'\t';
             tail[2..2 + name.len()].copy_from_slice(name);
@@ -168,10 +208,10 @@ impl StageTail {
     }
 }
 
-/// A stage line in `out`; returns its length (at most 55).
+/// A stage line in `out`; returns its length (at most 54, and the compiler sees 62).
 #[inline(always)]
 fn stage_line(
-    out: &mut [u8; 56],
+    out: &mut [u8; 64],
     command: u8,
     head: &LineHead,
     lane: u32,
@@ -181,11 +221,11 @@ fn stage_line(
     let at = head.put(out, command);
     out[at..at + 32].copy_from_slice(&tail.0);
     out[at] = b'0' + lane as u8;
-    at + usize::from(tail.0[0]).min(32)
+    at + (usize::from(tail.0[0]) & 31)
 }
 
 /// `S` or `E` `<file id> <lane> <stage>` for a lane below 10 and a stage whose tail
-/// [`fits`](StageTail::fits), at `pos`; returns the position after it. Writes 56 bytes.
+/// [`fits`](StageTail::fits), at `pos`; returns the position after it. Writes 64 bytes.
 #[inline(always)]
 pub(crate) fn stage_fast(
     buf: &mut [u8],
@@ -195,35 +235,29 @@ pub(crate) fn stage_fast(
     lane: u32,
     tail: &StageTail,
 ) -> usize {
-    let out: &mut [u8; 56] = (&mut buf[pos..pos + 56]).try_into().unwrap();
+    let out: &mut [u8; 64] = (&mut buf[pos..pos + 64]).try_into().unwrap();
     pos + stage_line(out, command, head, lane, tail)
 }
 
-/// What [`Writer::enter`](crate::Writer::enter) writes: `E` for the stage `closed` (if any),
-/// then `S` for `entered`, as [`stage_fast`] would; one bounds check for both. Writes 112
-/// bytes.
+/// What [`Writer::enter`](crate::Writer::enter) writes: `E` for the stage `closed` if
+/// `writes_closed`, then `S` for `entered`, as [`stage_fast`] would; one bounds check for
+/// both. The `E` line is formatted either way and then kept or not, which costs less than a
+/// mispredicted branch. Writes 128 bytes.
 #[inline(always)]
 pub(crate) fn enter_fast(
     buf: &mut [u8],
     pos: usize,
     head: &LineHead,
     lane: u32,
-    closed: Option<&StageTail>,
+    writes_closed: bool,
+    closed: &StageTail,
     entered: &StageTail,
 ) -> usize {
-    let out: &mut [u8; 112] = (&mut buf[pos..pos + 112]).try_into().unwrap();
-    let at = match closed {
-        Some(closed) => stage_line(
-            (&mut out[..56]).try_into().unwrap(),
-            b'E',
-            head,
-            lane,
-            closed,
-        ),
-        None => 0,
-    };
-    let at = at.min(56);
-    let line: &mut [u8; 56] = (&mut out[at..at + 56]).try_into().unwrap();
+    let out: &mut [u8; 128] = (&mut buf[pos..pos + 128]).try_into().unwrap();
+    let first: &mut [u8; 64] = (&mut out[..64]).try_into().unwrap();
+    let closed_len = stage_line(first, b'E', head, lane, closed);
+    let at = closed_len * usize::from(writes_closed);
+    let line: &mut [u8; 64] = (&mut out[at..at + 64]).try_into().unwrap();
     pos + at + stage_line(line, b'S', head, lane, entered)
 }
 
@@ -260,20 +294,18 @@ pub(crate) fn insn_fast(
 }
 
 /// `R <file id> <retire id> <0 retired | 1 flushed>` at `pos`; returns the position after
-/// it. Writes 48 bytes at most.
+/// it. Writes 64 bytes.
 #[inline(always)]
 pub(crate) fn end_of_life_fast(
     buf: &mut [u8],
     pos: usize,
     head: &LineHead,
-    retire_id: u64,
-    flushed: bool,
+    tail: &RetireTail,
 ) -> usize {
-    let out = &mut buf[pos..pos + 48];
-    let mut at = head.put(out, b'R');
-    at += digits(&mut out[at..at + 20], retire_id);
-    out[at..at + 3].copy_from_slice(if flushed { b"\t1\n" } else { b"\t0\n" });
-    pos + at + 3
+    let out: &mut [u8; 64] = (&mut buf[pos..pos + 64]).try_into().unwrap();
+    let at = head.put(out, b'R');
+    out[at..at + 24].copy_from_slice(&tail.0);
+    pos + at + (usize::from(tail.0[23]) & 31)
 }
 
 /// `W <consumer> <producer> <kind>` at `pos`; returns the position after it. Writes 72 bytes
@@ -560,8 +592,12 @@ mod tests {
                 insn_fast(buf, pos, &head, u64::MAX - v, u32::MAX)
             });
             assert_eq!(i, format!("I\t{v}\t{}\t{}\n", u64::MAX - v, u32::MAX));
-            let r = fast(0, |buf, pos| end_of_life_fast(buf, pos, &head, v, false));
+            let tail = RetireTail::new(v, false);
+            let r = fast(0, |buf, pos| end_of_life_fast(buf, pos, &head, &tail));
             assert_eq!(r, format!("R\t{v}\t{v}\t0\n"));
+            let tail = RetireTail::new(v, true);
+            let r = fast(0, |buf, pos| end_of_life_fast(buf, pos, &head, &tail));
+            assert_eq!(r, format!("R\t{v}\t{v}\t1\n"));
             let w = fast(5, |buf, pos| {
                 dependency_fast(buf, pos, &head, v / 3, u32::MAX)
             });
@@ -595,17 +631,26 @@ mod tests {
         starts.extend((1..20).map(|e| 10u64.pow(e).saturating_sub(12)));
         for start in starts {
             let mut head = LineHead::new(start);
+            let mut tail = RetireTail::new(start, false);
             for id in start..start + 25 {
                 assert_eq!(head.0, LineHead::new(id).0, "{id}");
+                assert_eq!(tail.0[..23], RetireTail::new(id, false).0[..23], "{id}");
+                assert_eq!(tail.0[23], RetireTail::new(id, false).0[23], "{id}");
                 head = head.next();
+                tail = tail.next();
             }
         }
     }
 
     #[test]
-    fn stage_tails_fit_names_up_to_29_bytes() {
+    fn a_flush_tail_is_retire_id_0_type_1() {
+        assert_eq!(RetireTail::FLUSHED.0, RetireTail::new(0, true).0);
+    }
+
+    #[test]
+    fn stage_tails_fit_names_up_to_28_bytes() {
         let head = LineHead::new(u64::MAX);
-        for len in 1..=29 {
+        for len in 1..=28 {
             let name = "n".repeat(len);
             let tail = StageTail::new(name.as_bytes());
             assert!(tail.fits());
@@ -614,7 +659,7 @@ mod tests {
                 assert_eq!(line, format!("E\t{}\t{lane}\t{name}\n", u64::MAX));
             }
         }
-        assert!(!StageTail::new("n".repeat(30).as_bytes()).fits());
+        assert!(!StageTail::new("n".repeat(29).as_bytes()).fits());
     }
 
     #[test]

@@ -196,14 +196,19 @@ impl LiveSet {
 
     #[inline(always)]
     pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut InsnState> {
-        let slot = &mut self.slots[(id & self.mask) as usize];
-        if slot.tag == id {
-            Some(&mut slot.state)
-        } else if self.stragglers.is_empty() {
-            None
+        let index = (id & self.mask) as usize;
+        if self.slots[index].tag == id {
+            Some(&mut self.slots[index].state)
         } else {
-            self.stragglers.get_mut(&id)
+            self.straggler_mut(id)
         }
+    }
+
+    // Out of line: the search would cost the hot callers registers.
+    #[cold]
+    #[inline(never)]
+    fn straggler_mut(&mut self, id: u64) -> Option<&mut InsnState> {
+        self.stragglers.get_mut(&id)
     }
 
     #[inline(always)]
@@ -211,11 +216,15 @@ impl LiveSet {
         let slot = &self.slots[(id & self.mask) as usize];
         if slot.tag == id {
             Some(&slot.state)
-        } else if self.stragglers.is_empty() {
-            None
         } else {
-            self.stragglers.get(&id)
+            self.straggler(id)
         }
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn straggler(&self, id: u64) -> Option<&InsnState> {
+        self.stragglers.get(&id)
     }
 
     /// Ends instruction `id`, if live. Its state stays in the slot until a new instruction

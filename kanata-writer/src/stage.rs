@@ -117,6 +117,16 @@ impl StageTable {
         self.tails.get(stage.index())
     }
 
+    /// The tail of a stage this writer made, or for no stage any tail that fits (to be
+    /// formatted and dropped). One that does not [fit](StageTail::fits) means the stage's
+    /// lines need the general encoder.
+    #[inline(always)]
+    pub(crate) fn tail_or_any(&self, stage: Option<Stage>) -> &StageTail {
+        // `stl` is always there, and fits unless nothing is rendered.
+        let index = stage.map_or(0, Stage::index);
+        self.tails.get(index).unwrap_or(&StageTail::NONE)
+    }
+
     #[inline]
     pub(crate) fn name(&self, stage: Stage) -> Option<&str> {
         self.names.get(stage.index()).map(|name| &**name)

@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use crate::encode::{self, LineHead, ROOM};
+use crate::encode::{self, LineHead, RetireTail, ROOM};
 use crate::error::{Error, ErrorKind, Result};
 use crate::holdback::{Holdback, RetireMark};
 use crate::live::{InsnState, LiveSet};
@@ -378,6 +378,7 @@ impl WriterBuilder {
             live: LiveSet::default(),
             stages: StageTable::new(!self.discard),
             next_retire_id: 0,
+            next_retire_tail: RetireTail::new(0, false),
             retired: 0,
             flushed: 0,
             window: WindowState::new(self.window.clone()),
@@ -426,6 +427,8 @@ pub struct Writer<W: Write> {
     live: LiveSet,
     stages: StageTable,
     next_retire_id: u64,
+    /// The end of the `R` line of `next_retire_id`.
+    next_retire_tail: RetireTail,
     retired: u64,
     flushed: u64,
     window: WindowState,
@@ -739,7 +742,7 @@ impl<W: Write> Writer<W> {
     /// # Errors
     /// [`ErrorKind::NotLive`] after the instruction's end; [`ErrorKind::UnknownStage`] for a
     /// stage handle of another writer.
-    #[inline]
+    #[inline(always)]
     pub fn enter(&mut self, insn: InsnId, lane: Lane, stage: Stage) -> Result<()> {
         // The fast path: lanes 0 and 1, names short enough for a rendered tail (a discarding
         // writer renders none, so it never comes here).
@@ -749,18 +752,26 @@ impl<W: Write> Writer<W> {
         if lane.get() >= 2 || !tail.fits() {
             return self.enter_general(insn, lane, stage);
         }
-        let closed = match state.open_in(lane) {
-            None => None,
-            Some(previous) => match self.stages.tail(previous) {
-                Some(tail) if tail.fits() => Some(tail).filter(|_| !self.compact),
-                _ => return self.enter_general(insn, lane, stage),
-            },
-        };
+        let previous = state.open_in(lane);
+        let closed = self.stages.tail_or_any(previous);
+        if !closed.fits() {
+            return self.enter_general(insn, lane, stage);
+        }
+        let writes_closed = previous.is_some() & !self.compact;
         state.open(lane, stage);
         let out = &mut self.out;
         out.sync_cycle();
-        out.pos = encode::enter_fast(&mut out.buf, out.pos, &state.head, lane.get(), closed, tail);
-        out.lines += 1 + u64::from(closed.is_some());
+        let (head, lane) = (&state.head, lane.get());
+        out.pos = encode::enter_fast(
+            &mut out.buf,
+            out.pos,
+            head,
+            lane,
+            writes_closed,
+            closed,
+            tail,
+        );
+        out.lines += 1 + u64::from(writes_closed);
         self.after_write()
     }
 
@@ -879,6 +890,7 @@ impl<W: Write> Writer<W> {
         let retire_id = self.next_retire_id;
         if self.end_of_life(insn, retire_id, false)? {
             self.next_retire_id += 1;
+            self.next_retire_tail = self.next_retire_tail.next();
             Ok(Some(retire_id))
         } else {
             Ok(None)
@@ -965,8 +977,12 @@ impl<W: Write> Writer<W> {
                     entered: state.entered,
                 });
             }
-            self.out.pos =
-                encode::end_of_life_fast(&mut self.out.buf, pos, &state.head, retire_id, flushed);
+            let tail = match (flushed, retire_id) {
+                (true, 0) => RetireTail::FLUSHED,
+                (false, id) if id == self.next_retire_id => self.next_retire_tail,
+                _ => RetireTail::new(retire_id, flushed),
+            };
+            self.out.pos = encode::end_of_life_fast(&mut self.out.buf, pos, &state.head, &tail);
         } else {
             self.out.scratch.clear();
             if !self.compact {

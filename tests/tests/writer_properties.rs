@@ -28,8 +28,8 @@ const GOOD_STAGES: &[&str] = &[
     "stl",
     "a.b",
     // The longest name the writer pre-renders a line tail for, and one byte more.
-    "twenty-nine bytes: tail fits.",
-    "thirty bytes: no tail for me..",
+    "twenty-eight bytes: it fits.",
+    "twenty-nine: no tail for me..",
 ];
 /// Names `Writer::stage` must refuse.
 const BAD_STAGES: &[&str] = &[
