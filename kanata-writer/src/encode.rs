@@ -104,10 +104,10 @@ impl LineHead {
         LineHead(bytes)
     }
 
-    /// The head of id + 1: the id's decimal digits incremented in place.
+    /// Makes this the head of id + 1: the id's decimal digits incremented in place.
     #[inline]
-    pub(crate) fn next(&self) -> LineHead {
-        let mut bytes = self.0;
+    pub(crate) fn advance(&mut self) {
+        let bytes = &mut self.0;
         let len = usize::from(bytes[0]);
         // Digits are bytes[2..len - 1].
         if increment(&mut bytes[2..len - 1]) {
@@ -116,7 +116,6 @@ impl LineHead {
             bytes[len] = b'\t';
             bytes[0] = (len + 1) as u8;
         }
-        LineHead(bytes)
     }
 
     /// Writes the head with `command` at `out[0]`; returns where the next field starts.
@@ -166,16 +165,15 @@ impl RetireTail {
         RetireTail(bytes)
     }
 
-    /// The tail of the next retire id (of a retirement).
+    /// Makes this the tail of the next retire id (of a retirement).
     #[inline]
-    pub(crate) fn next(&self) -> RetireTail {
-        let mut bytes = self.0;
+    pub(crate) fn advance(&mut self) {
+        let bytes = &mut self.0;
         let len = usize::from(bytes[23]);
         if increment(&mut bytes[..len - 3]) {
             bytes[len - 3..len + 1].copy_from_slice(b"0\t0\n");
             bytes[23] = (len + 1) as u8;
         }
-        RetireTail(bytes)
     }
 }
 
@@ -636,8 +634,8 @@ mod tests {
                 assert_eq!(head.0, LineHead::new(id).0, "{id}");
                 assert_eq!(tail.0[..23], RetireTail::new(id, false).0[..23], "{id}");
                 assert_eq!(tail.0[23], RetireTail::new(id, false).0[23], "{id}");
-                head = head.next();
-                tail = tail.next();
+                head.advance();
+                tail.advance();
             }
         }
     }

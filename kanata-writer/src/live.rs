@@ -29,13 +29,6 @@ pub(crate) struct InsnState {
 }
 
 impl InsnState {
-    pub(crate) fn new(head: LineHead) -> InsnState {
-        InsnState {
-            head,
-            ..InsnState::default()
-        }
-    }
-
     /// The open stages of lanes 0 and 1, if no other lane has one open (else `None`).
     #[inline(always)]
     pub(crate) fn open_in_first_two_only(&self) -> Option<[Option<Stage>; 2]> {
@@ -150,7 +143,8 @@ impl LiveSet {
     }
 
     /// Adds instruction `id`, which must be the next id after every id added before.
-    pub(crate) fn push(&mut self, id: u64, state: InsnState) {
+    #[inline]
+    pub(crate) fn push(&mut self, id: u64, head: &LineHead) {
         debug_assert!(self.live == 0 || id == self.next);
         if self.live == 0 {
             // Nothing is live: the ring may start anywhere.
@@ -161,7 +155,13 @@ impl LiveSet {
         }
         let slot = &mut self.slots[(id & self.mask) as usize];
         slot.tag = id;
-        slot.state = state;
+        // Field by field, in place: a state built elsewhere and copied in would be read back
+        // right after its parts were stored, which stalls the load.
+        let state = &mut slot.state;
+        state.head = *head;
+        state.open = [None; 2];
+        state.open_other.clear();
+        state.entered = false;
         self.next = id + 1;
         self.live += 1;
     }
@@ -279,9 +279,9 @@ mod tests {
     #[test]
     fn a_leaked_instruction_does_not_pin_the_ring() {
         let mut live = LiveSet::default();
-        live.push(0, InsnState::new(LineHead::new(0))); // never ends
+        live.push(0, &LineHead::new(0)); // never ends
         for id in 1..(3 * RING_SPAN as u64) {
-            live.push(id, InsnState::new(LineHead::new(id)));
+            live.push(id, &LineHead::new(id));
             assert!(live.get(id).is_some());
             live.end(id);
             assert!(live.get(id).is_none());

@@ -9,7 +9,7 @@ use std::path::Path;
 use crate::encode::{self, LineHead, RetireTail, ROOM};
 use crate::error::{Error, ErrorKind, Result};
 use crate::holdback::{Holdback, RetireMark};
-use crate::live::{InsnState, LiveSet};
+use crate::live::LiveSet;
 use crate::sink::{self, Compression, Sink};
 use crate::stage::{Lane, Stage, StageTable};
 use crate::window::{Phase, Window, WindowState};
@@ -554,7 +554,7 @@ impl<W: Write> Writer<W> {
             return self.begin_with(sim_id, thread);
         }
         let (id, head) = self.mint();
-        self.live.push(id, InsnState::new(head));
+        self.live.push(id, &head);
         let out = &mut self.out;
         out.sync_cycle();
         out.pos = encode::insn_fast(&mut out.buf, out.pos, &head, sim_id, thread);
@@ -573,7 +573,7 @@ impl<W: Write> Writer<W> {
             return Ok(InsnId::UNTRACED);
         }
         let (id, head) = self.mint();
-        self.live.push(id, InsnState::new(head));
+        self.live.push(id, &head);
         self.out.sync_cycle();
         if !self.out.discard {
             self.out.scratch.clear();
@@ -890,7 +890,7 @@ impl<W: Write> Writer<W> {
         let retire_id = self.next_retire_id;
         if self.end_of_life(insn, retire_id, false)? {
             self.next_retire_id += 1;
-            self.next_retire_tail = self.next_retire_tail.next();
+            self.next_retire_tail.advance();
             Ok(Some(retire_id))
         } else {
             Ok(None)
@@ -1116,9 +1116,10 @@ impl<W: Write> Writer<W> {
         let minted = (self.next_id, self.next_head);
         self.next_id += 1;
         // Ids are dense, so the next head is this one's id plus one, in decimal: cheaper than
-        // formatting it. A discarding writer writes no head.
+        // formatting it. In place, so that its bytes are stored long before they are read
+        // back whole. A discarding writer writes no head.
         if !self.out.discard {
-            self.next_head = self.next_head.next();
+            self.next_head.advance();
         }
         minted
     }
