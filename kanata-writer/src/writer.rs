@@ -553,12 +553,14 @@ impl<W: Write> Writer<W> {
         if self.window.phase != Phase::Open || self.out.discard {
             return self.begin_with(sim_id, thread);
         }
-        let (id, head) = self.mint();
-        self.live.push(id, &head);
+        let id = self.next_id;
+        // The head is read where it is, not copied: see `advance_head`.
+        self.live.push(id, &self.next_head);
         let out = &mut self.out;
         out.sync_cycle();
-        out.pos = encode::insn_fast(&mut out.buf, out.pos, &head, sim_id, thread);
+        out.pos = encode::insn_fast(&mut out.buf, out.pos, &self.next_head, sim_id, thread);
         out.lines += 1;
+        self.advance_id();
         self.after_write()?;
         Ok(InsnId(id))
     }
@@ -572,8 +574,9 @@ impl<W: Write> Writer<W> {
         if self.window.phase != Phase::Open {
             return Ok(InsnId::UNTRACED);
         }
-        let (id, head) = self.mint();
-        self.live.push(id, &head);
+        let id = self.next_id;
+        self.live.push(id, &self.next_head);
+        self.advance_id();
         self.out.sync_cycle();
         if !self.out.discard {
             self.out.scratch.clear();
@@ -1110,18 +1113,17 @@ impl<W: Write> Writer<W> {
 
     // ----- internals -----
 
-    /// The next file id, and the head of its lines.
+    /// Moves to the next file id, once `next_id` has begun.
     #[inline(always)]
-    fn mint(&mut self) -> (u64, LineHead) {
-        let minted = (self.next_id, self.next_head);
+    fn advance_id(&mut self) {
         self.next_id += 1;
         // Ids are dense, so the next head is this one's id plus one, in decimal: cheaper than
-        // formatting it. In place, so that its bytes are stored long before they are read
-        // back whole. A discarding writer writes no head.
+        // formatting it. In place, and read in place (not copied) by the next `begin`: a copy
+        // of bytes stored one by one, read back whole right away, stalls the load. A
+        // discarding writer writes no head.
         if !self.out.discard {
             self.next_head.advance();
         }
-        minted
     }
 
     /// The error for a call on an instruction that is not live; untraced handles are fine.
