@@ -259,6 +259,30 @@ pub(crate) fn enter_fast(
     pos + at + stage_line(line, b'S', head, lane, entered)
 }
 
+/// What [`Writer::retire`](crate::Writer::retire) and [`Writer::flush`](crate::Writer::flush)
+/// write: `E` for the stage open in lane 0 and then lane 1 if `writes` says so, then `R`
+/// with `end`; each `E` formatted either way and then kept or not, as in [`enter_fast`].
+/// Writes 192 bytes.
+#[inline(always)]
+pub(crate) fn end_fast(
+    buf: &mut [u8],
+    pos: usize,
+    head: &LineHead,
+    writes: [bool; 2],
+    tails: [&StageTail; 2],
+    end: &RetireTail,
+) -> usize {
+    let out: &mut [u8; 192] = (&mut buf[pos..pos + 192]).try_into().unwrap();
+    let lane_0: &mut [u8; 64] = (&mut out[..64]).try_into().unwrap();
+    let at = stage_line(lane_0, b'E', head, 0, tails[0]) * usize::from(writes[0]);
+    let lane_1: &mut [u8; 64] = (&mut out[at..at + 64]).try_into().unwrap();
+    let at = at + stage_line(lane_1, b'E', head, 1, tails[1]) * usize::from(writes[1]);
+    let r: &mut [u8; 64] = (&mut out[at..at + 64]).try_into().unwrap();
+    let r_at = head.put(r, b'R');
+    r[r_at..r_at + 24].copy_from_slice(&end.0);
+    pos + at + r_at + (usize::from(end.0[23]) & 31)
+}
+
 /// `C <n>`, n ≥ 1, at `pos`; returns the position after it. Writes 23 bytes at most.
 #[inline]
 pub(crate) fn cycle_fast(buf: &mut [u8], pos: usize, cycles: u64) -> usize {

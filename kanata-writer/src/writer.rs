@@ -891,6 +891,16 @@ impl<W: Write> Writer<W> {
     #[inline]
     pub fn retire(&mut self, insn: InsnId) -> Result<Option<u64>> {
         let retire_id = self.next_retire_id;
+        if self.end_of_life_fast(insn, false) {
+            self.retired += 1;
+            if self.watch_window {
+                self.update_window();
+            }
+            self.after_write()?;
+            self.next_retire_id += 1;
+            self.next_retire_tail.advance();
+            return Ok(Some(retire_id));
+        }
         if self.end_of_life(insn, retire_id, false)? {
             self.next_retire_id += 1;
             self.next_retire_tail.advance();
@@ -907,7 +917,51 @@ impl<W: Write> Writer<W> {
     /// [`ErrorKind::NotLive`] if it already retired or flushed.
     #[inline]
     pub fn flush(&mut self, insn: InsnId) -> Result<()> {
+        if self.end_of_life_fast(insn, true) {
+            self.flushed += 1;
+            return self.after_write();
+        }
         self.end_of_life(insn, 0u64, true).map(drop)
+    }
+
+    /// The common end of life, inlined into [`retire`](Self::retire) and
+    /// [`flush`](Self::flush): a live instruction with stages open in lanes 0 and 1 only,
+    /// each with a rendered tail, the serial retire id, no hold-back. Writes its lines and
+    /// ends it, and returns true; false (having done nothing) for everything else, which
+    /// [`end_of_life`](Self::end_of_life) does. The caller counts it and spills.
+    #[inline(always)]
+    fn end_of_life_fast(&mut self, insn: InsnId, flushed: bool) -> bool {
+        if self.out.discard || self.out.holdback.is_some() {
+            return false;
+        }
+        let Some(state) = self.live.get(insn.0) else {
+            return false;
+        };
+        let Some(open) = state.open_in_first_two_only() else {
+            return false;
+        };
+        let tails = [
+            self.stages.tail_or_any(open[0]),
+            self.stages.tail_or_any(open[1]),
+        ];
+        if !tails[0].fits() || !tails[1].fits() {
+            return false;
+        }
+        let writes = [
+            open[0].is_some() & !self.compact,
+            open[1].is_some() & !self.compact,
+        ];
+        let end = if flushed {
+            &RetireTail::FLUSHED
+        } else {
+            &self.next_retire_tail
+        };
+        let out = &mut self.out;
+        out.sync_cycle();
+        out.pos = encode::end_fast(&mut out.buf, out.pos, &state.head, writes, tails, end);
+        out.lines += 1 + u64::from(writes[0]) + u64::from(writes[1]);
+        self.live.end(insn.0);
+        true
     }
 
     /// Like [`retire`](Self::retire) with the retire id given, for converters that keep the
