@@ -888,7 +888,7 @@ impl<W: Write> Writer<W> {
     ///
     /// # Errors
     /// [`ErrorKind::NotLive`] if it already retired or flushed.
-    #[inline]
+    #[inline(always)]
     pub fn retire(&mut self, insn: InsnId) -> Result<Option<u64>> {
         let retire_id = self.next_retire_id;
         if self.end_of_life_fast(insn, false) {
@@ -915,7 +915,7 @@ impl<W: Write> Writer<W> {
     ///
     /// # Errors
     /// [`ErrorKind::NotLive`] if it already retired or flushed.
-    #[inline]
+    #[inline(always)]
     pub fn flush(&mut self, insn: InsnId) -> Result<()> {
         if self.end_of_life_fast(insn, true) {
             self.flushed += 1;
