@@ -118,6 +118,14 @@ impl LineHead {
         }
     }
 
+    /// The head as three words, to be loaded once for several lines: loads of the head that
+    /// come after stores into the buffer were seen to wait on them.
+    #[inline(always)]
+    fn words(&self) -> HeadWords {
+        let word = |at: usize| u64::from_le_bytes(self.0[at..at + 8].try_into().unwrap());
+        HeadWords([word(0), word(8), word(16)])
+    }
+
     /// Writes the head with `command` at `out[0]`; returns where the next field starts.
     #[inline(always)]
     fn put(&self, out: &mut [u8], command: u8) -> usize {
@@ -125,6 +133,22 @@ impl LineHead {
         out[0] = command;
         // The length is at most 23; saying so lets the compiler drop the bounds checks after.
         usize::from(self.0[0]) & 31
+    }
+}
+
+/// A [`LineHead`] in registers.
+#[derive(Clone, Copy)]
+struct HeadWords([u64; 3]);
+
+impl HeadWords {
+    /// As [`LineHead::put`].
+    #[inline(always)]
+    fn put(self, out: &mut [u8], command: u8) -> usize {
+        let [first, second, third] = self.0;
+        out[..8].copy_from_slice(&(first & !0xff | u64::from(command)).to_le_bytes());
+        out[8..16].copy_from_slice(&second.to_le_bytes());
+        out[16..24].copy_from_slice(&third.to_le_bytes());
+        (first & 31) as usize
     }
 }
 
@@ -211,7 +235,7 @@ impl StageTail {
 fn stage_line(
     out: &mut [u8; 64],
     command: u8,
-    head: &LineHead,
+    head: HeadWords,
     lane: u32,
     tail: &StageTail,
 ) -> usize {
@@ -234,7 +258,7 @@ pub(crate) fn stage_fast(
     tail: &StageTail,
 ) -> usize {
     let out: &mut [u8; 64] = (&mut buf[pos..pos + 64]).try_into().unwrap();
-    pos + stage_line(out, command, head, lane, tail)
+    pos + stage_line(out, command, head.words(), lane, tail)
 }
 
 /// What [`Writer::enter`](crate::Writer::enter) writes: `E` for the stage `closed` if
@@ -251,6 +275,7 @@ pub(crate) fn enter_fast(
     closed: &StageTail,
     entered: &StageTail,
 ) -> usize {
+    let head = head.words();
     let out: &mut [u8; 128] = (&mut buf[pos..pos + 128]).try_into().unwrap();
     let first: &mut [u8; 64] = (&mut out[..64]).try_into().unwrap();
     let closed_len = stage_line(first, b'E', head, lane, closed);
@@ -272,6 +297,7 @@ pub(crate) fn end_fast(
     tails: [&StageTail; 2],
     end: &RetireTail,
 ) -> usize {
+    let head = head.words();
     let out: &mut [u8; 192] = (&mut buf[pos..pos + 192]).try_into().unwrap();
     let lane_0: &mut [u8; 64] = (&mut out[..64]).try_into().unwrap();
     let at = stage_line(lane_0, b'E', head, 0, tails[0]) * usize::from(writes[0]);
