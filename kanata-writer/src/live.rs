@@ -1,11 +1,12 @@
 //! The instructions in flight and what each has open.
 //!
 //! Ids are minted in order and mostly end in order, so live instructions sit in a ring
-//! indexed by the id's low bits, which spans the ids from the oldest live one on. An instruction that
-//! outlives a long run of younger ones (a leak in the simulator, or one that is simply never
-//! retired) would pin the ring and make it grow with every later instruction, so once the
-//! ring spans more than [`RING_SPAN`] ids its oldest live entries move to a side map. Memory
-//! therefore follows the number of instructions in flight, not the length of the run.
+//! indexed by the id's low bits, which spans the ids from the oldest live one on (and doubles
+//! when it must span more). An instruction that outlives a long run of younger ones (a leak in
+//! the simulator, or one that is simply never retired) would pin the ring and make it grow
+//! with every later instruction, so once the ring spans more than [`RING_SPAN`] ids its
+//! oldest live entries move to a side map. Memory therefore follows the number of
+//! instructions in flight, not the length of the run.
 
 use std::collections::BTreeMap;
 
