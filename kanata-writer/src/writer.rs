@@ -590,8 +590,13 @@ impl<W: Write> Writer<W> {
 
     /// Like [`begin`](Self::begin), for converters whose input ids may be negative or beyond
     /// `i64`: writes the simulator id and thread id as given.
+    #[inline]
     pub fn begin_signed(&mut self, sim_id: i128, thread: i64) -> Result<InsnId> {
-        self.begin_with(sim_id, thread)
+        // Ids in `begin`'s range are written the same: take its fast path.
+        match (u64::try_from(sim_id), u32::try_from(thread)) {
+            (Ok(sim_id), Ok(thread)) => self.begin(sim_id, thread),
+            _ => self.begin_with(sim_id, thread),
+        }
     }
 
     /// Appends `text` to one of the instruction's labels (`L`). The text is escaped, never
