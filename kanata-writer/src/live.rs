@@ -1,14 +1,16 @@
 //! The instructions in flight and what each has open.
 //!
 //! Ids are minted in order and mostly end in order, so live instructions sit in a ring
-//! indexed by `id - base`; the front is popped as soon as it has ended. An instruction that
-//! outlives a long run of younger ones (a leak in the simulator, or one that is simply never
-//! retired) would pin the ring and make it grow with every later instruction, so once the
-//! ring spans more than [`RING_SPAN`] ids its oldest live entries move to a side map. Memory
-//! therefore follows the number of instructions in flight, not the length of the run.
+//! indexed by the id's low bits, which spans the ids from the oldest live one on (and doubles
+//! when it must span more). An instruction that outlives a long run of younger ones (a leak in
+//! the simulator, or one that is simply never retired) would pin the ring and make it grow
+//! with every later instruction, so once the ring spans more than [`RING_SPAN`] ids its
+//! oldest live entries move to a side map. Memory therefore follows the number of
+//! instructions in flight, not the length of the run.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::BTreeMap;
 
+use crate::encode::LineHead;
 use crate::stage::{Lane, Stage};
 
 /// How many ids the ring may span before its oldest live entries move to the side map.
@@ -17,6 +19,8 @@ const RING_SPAN: usize = 1 << 16;
 /// What the writer remembers about one live instruction.
 #[derive(Debug, Default)]
 pub(crate) struct InsnState {
+    /// `?\t<id>\t`, the start of its lines.
+    pub(crate) head: LineHead,
     /// The open stage of lanes 0 and 1, the lanes nearly every trace uses.
     open: [Option<Stage>; 2],
     /// Open stages of lanes 2 and up, sorted by lane.
@@ -26,6 +30,12 @@ pub(crate) struct InsnState {
 }
 
 impl InsnState {
+    /// The open stages of lanes 0 and 1, if no other lane has one open (else `None`).
+    #[inline(always)]
+    pub(crate) fn open_in_first_two_only(&self) -> Option<[Option<Stage>; 2]> {
+        self.open_other.is_empty().then_some(self.open)
+    }
+
     /// Records `stage` as open in `lane`; returns the stage it replaces.
     #[inline]
     pub(crate) fn open(&mut self, lane: Lane, stage: Stage) -> Option<Stage> {
@@ -79,27 +89,105 @@ impl InsnState {
 }
 
 /// The live instructions, keyed by id in the file.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct LiveSet {
-    /// `ring[i]` is instruction `base + i`; `None` once it has ended.
-    ring: VecDeque<Option<InsnState>>,
+    /// Instruction `id` lives in `slots[id & mask]` if that slot's tag is `id`. A slot that
+    /// holds no instruction has a tag whose low bits differ from its index
+    /// ([`LiveSet::vacant`]), so that no id can match it: the lookup is one compare.
+    slots: Vec<Slot>,
+    mask: u64,
+    /// Every live id in the ring is in `base..next`; `base` is the oldest that may be live.
     base: u64,
+    next: u64,
     /// Live instructions older than `base`.
     stragglers: BTreeMap<u64, InsnState>,
     live: u64,
 }
 
+#[derive(Debug)]
+struct Slot {
+    tag: u64,
+    state: InsnState,
+}
+
+impl Default for LiveSet {
+    fn default() -> LiveSet {
+        LiveSet::with_slots(INITIAL_SLOTS)
+    }
+}
+
+/// Enough for the instructions in flight of most cores; the ring doubles when it is not.
+const INITIAL_SLOTS: usize = 256;
+
 impl LiveSet {
+    fn with_slots(n: usize) -> LiveSet {
+        debug_assert!(n.is_power_of_two() && n >= 2);
+        LiveSet {
+            slots: (0..n)
+                .map(|i| Slot {
+                    tag: LiveSet::vacant(i),
+                    state: InsnState::default(),
+                })
+                .collect(),
+            mask: n as u64 - 1,
+            base: 0,
+            next: 0,
+            stragglers: BTreeMap::new(),
+            live: 0,
+        }
+    }
+
+    /// The tag of an empty slot `index`: its lowest bit differs from the index's, so it never
+    /// equals an id that maps to this slot.
+    fn vacant(index: usize) -> u64 {
+        index as u64 ^ 1
+    }
+
     /// Adds instruction `id`, which must be the next id after every id added before.
-    pub(crate) fn push(&mut self, id: u64) {
-        debug_assert_eq!(id, self.base + self.ring.len() as u64);
-        if self.ring.is_empty() {
+    #[inline]
+    pub(crate) fn push(&mut self, id: u64, head: &LineHead) {
+        debug_assert!(self.live == 0 || id == self.next);
+        if self.live == 0 {
+            // Nothing is live: the ring may start anywhere.
             self.base = id;
         }
-        self.ring.push_back(Some(InsnState::default()));
+        while id - self.base > self.mask {
+            self.make_room();
+        }
+        let slot = &mut self.slots[(id & self.mask) as usize];
+        slot.tag = id;
+        // Field by field, in place: a state built elsewhere and copied in would be read back
+        // right after its parts were stored, which stalls the load.
+        let state = &mut slot.state;
+        state.head = *head;
+        state.open = [None; 2];
+        state.open_other.clear();
+        state.entered = false;
+        self.next = id + 1;
         self.live += 1;
-        if self.ring.len() > RING_SPAN {
-            if let Some(Some(state)) = self.ring.pop_front() {
+    }
+
+    /// Grows the ring or, once it spans [`RING_SPAN`] ids, moves its oldest entry aside.
+    #[cold]
+    fn make_room(&mut self) {
+        if self.slots.len() < RING_SPAN {
+            let mut bigger = LiveSet::with_slots(self.slots.len() * 2);
+            for id in self.base..self.next {
+                let slot = &mut self.slots[(id & self.mask) as usize];
+                if slot.tag == id {
+                    let new = &mut bigger.slots[(id & bigger.mask) as usize];
+                    new.tag = id;
+                    new.state = std::mem::take(&mut slot.state);
+                }
+            }
+            self.slots = bigger.slots;
+            self.mask = bigger.mask;
+        } else {
+            let index = (self.base & self.mask) as usize;
+            let slot = &mut self.slots[index];
+            if slot.tag == self.base {
+                slot.tag = LiveSet::vacant(index);
+                let state = std::mem::take(&mut slot.state);
                 self.stragglers.insert(self.base, state);
             }
             self.base += 1;
@@ -107,38 +195,67 @@ impl LiveSet {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get_mut(&mut self, id: u64) -> Option<&mut InsnState> {
-        match id.checked_sub(self.base) {
-            Some(offset) => self.ring.get_mut(offset as usize)?.as_mut(),
-            None => self.stragglers.get_mut(&id),
+        let index = (id & self.mask) as usize;
+        if self.slots[index].tag == id {
+            Some(&mut self.slots[index].state)
+        } else {
+            self.straggler_mut(id)
         }
     }
 
-    #[inline]
+    // Out of line: the search would cost the hot callers registers.
+    #[cold]
+    #[inline(never)]
+    fn straggler_mut(&mut self, id: u64) -> Option<&mut InsnState> {
+        self.stragglers.get_mut(&id)
+    }
+
+    #[inline(always)]
     pub(crate) fn get(&self, id: u64) -> Option<&InsnState> {
-        match id.checked_sub(self.base) {
-            Some(offset) => self.ring.get(offset as usize)?.as_ref(),
-            None => self.stragglers.get(&id),
+        let slot = &self.slots[(id & self.mask) as usize];
+        if slot.tag == id {
+            Some(&slot.state)
+        } else {
+            self.straggler(id)
         }
     }
 
-    /// Ends instruction `id` and returns what it had open.
-    #[inline]
-    pub(crate) fn remove(&mut self, id: u64) -> Option<InsnState> {
-        let state = match id.checked_sub(self.base) {
-            Some(offset) => self.ring.get_mut(offset as usize)?.take()?,
-            None => self.stragglers.remove(&id)?,
-        };
-        self.live -= 1;
-        self.pop_ended_front();
-        Some(state)
+    #[cold]
+    #[inline(never)]
+    fn straggler(&self, id: u64) -> Option<&InsnState> {
+        self.stragglers.get(&id)
+    }
+
+    /// Ends instruction `id`, if live. Its state stays in the slot until a new instruction
+    /// takes it: the writer reads it in place first, and moving it out would cost more.
+    #[inline(always)]
+    pub(crate) fn end(&mut self, id: u64) {
+        let index = (id & self.mask) as usize;
+        let slot = &mut self.slots[index];
+        if slot.tag == id {
+            slot.tag = LiveSet::vacant(index);
+            self.live -= 1;
+            if id == self.base {
+                self.pop_ended_front();
+            }
+        } else {
+            self.end_straggler(id);
+        }
+    }
+
+    #[cold]
+    fn end_straggler(&mut self, id: u64) {
+        if self.stragglers.remove(&id).is_some() {
+            self.live -= 1;
+        }
     }
 
     #[inline]
     fn pop_ended_front(&mut self) {
-        while let Some(None) = self.ring.front() {
-            self.ring.pop_front();
+        while self.base < self.next && self.slots[(self.base & self.mask) as usize].tag != self.base
+        {
             self.base += 1;
         }
     }
@@ -150,12 +267,8 @@ impl LiveSet {
 
     /// The ids of the live instructions, oldest first.
     pub(crate) fn ids(&self) -> Vec<u64> {
-        let ring = self
-            .ring
-            .iter()
-            .enumerate()
-            .filter(|(_, slot)| slot.is_some())
-            .map(|(offset, _)| self.base + offset as u64);
+        let ring =
+            (self.base..self.next).filter(|&id| self.slots[(id & self.mask) as usize].tag == id);
         self.stragglers.keys().copied().chain(ring).collect()
     }
 }
@@ -167,17 +280,25 @@ mod tests {
     #[test]
     fn a_leaked_instruction_does_not_pin_the_ring() {
         let mut live = LiveSet::default();
-        live.push(0); // never ends
+        live.push(0, &LineHead::new(0)); // never ends
         for id in 1..(3 * RING_SPAN as u64) {
-            live.push(id);
-            assert!(live.remove(id).is_some());
+            live.push(id, &LineHead::new(id));
+            assert!(live.get(id).is_some());
+            live.end(id);
+            assert!(live.get(id).is_none());
         }
         assert_eq!(live.len(), 1);
-        assert!(live.ring.len() <= 1, "ring holds {} slots", live.ring.len());
+        assert!(
+            live.slots.len() <= RING_SPAN,
+            "ring holds {} slots",
+            live.slots.len()
+        );
+        assert_eq!(live.stragglers.len(), 1);
         assert!(live.get_mut(0).is_some());
         assert_eq!(live.ids(), vec![0]);
-        assert!(live.remove(0).is_some());
-        assert!(live.remove(0).is_none());
+        live.end(0);
+        assert_eq!(live.len(), 0);
+        assert!(live.get_mut(0).is_none());
     }
 
     #[test]

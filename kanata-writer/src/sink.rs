@@ -226,53 +226,57 @@ impl<W: Write> Sink<W> {
         Ok(Sink::Inline(Encoder::new(inner, compression, level)?))
     }
 
-    /// Hands over the bytes in `buf` and leaves it empty (possibly a different allocation).
+    // The writer's buffer is written in place and kept initialized to its whole length (the
+    // text is `buf[..len]`), so the calls below take the text's length, and a buffer they hand
+    // back in its place is at least as long.
+
+    /// Hands over `buf[..len]`; the whole of `buf` is free afterwards (possibly a different
+    /// allocation of at least the same length).
     #[inline]
-    pub(crate) fn consume(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
+    pub(crate) fn consume(&mut self, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
         match self {
-            Sink::Inline(encoder) => {
-                let result = encoder.write_all(buf);
-                buf.clear();
-                result
-            }
-            Sink::Background(background) => background.send(buf),
+            Sink::Inline(encoder) => encoder.write_all(&buf[..len]),
+            Sink::Background(background) => background.send(buf, len),
         }
     }
 
-    /// Hands over the first `n` bytes of `buf` and keeps the rest at its start.
-    pub(crate) fn consume_prefix(&mut self, buf: &mut Vec<u8>, n: usize) -> io::Result<()> {
-        if n == buf.len() {
-            return self.consume(buf);
+    /// Hands over `buf[..n]` and moves `buf[n..len]` to the start of `buf`.
+    pub(crate) fn consume_prefix(
+        &mut self,
+        buf: &mut Vec<u8>,
+        len: usize,
+        n: usize,
+    ) -> io::Result<()> {
+        if n == len {
+            return self.consume(buf, len);
         }
         match self {
             Sink::Inline(encoder) => {
                 let result = encoder.write_all(&buf[..n]);
-                buf.drain(..n);
+                buf.copy_within(n..len, 0);
                 result
             }
             Sink::Background(background) => {
-                let mut rest = background.spare();
-                rest.extend_from_slice(&buf[n..]);
-                buf.truncate(n);
+                let mut rest = background.spare(buf.len());
+                rest[..len - n].copy_from_slice(&buf[n..len]);
                 let full = std::mem::replace(buf, rest);
-                background.send_full(full)
+                background.send_full(full, n)
             }
         }
     }
 
-    /// Writes whatever is left, ends the compressed stream and gives back the writer.
-    pub(crate) fn finish(self, buf: &mut Vec<u8>) -> io::Result<W> {
+    /// Writes `buf[..len]`, ends the compressed stream and gives back the writer.
+    pub(crate) fn finish(self, buf: &mut Vec<u8>, len: usize) -> io::Result<W> {
         match self {
             Sink::Inline(mut encoder) => {
-                encoder.write_all(buf)?;
-                buf.clear();
+                encoder.write_all(&buf[..len])?;
                 encoder.finish()
             }
             Sink::Background(mut background) => {
-                let sent = if buf.is_empty() {
+                let sent = if len == 0 {
                     Ok(())
                 } else {
-                    background.send(buf)
+                    background.send(buf, len)
                 };
                 let joined = background.join();
                 sent.and(joined)
@@ -286,10 +290,9 @@ impl<W: Write + Send + 'static> Sink<W> {
         inner: W,
         compression: Compression,
         level: i32,
-        buffer_size: usize,
     ) -> io::Result<Sink<W>> {
         let encoder = Encoder::new(inner, compression, level)?;
-        Ok(Sink::Background(Background::spawn(encoder, buffer_size)?))
+        Ok(Sink::Background(Background::spawn(encoder)?))
     }
 }
 
@@ -300,28 +303,31 @@ const QUEUED_BUFFERS: usize = 4;
 /// A compressor thread fed whole buffers; emptied buffers come back for reuse, so the
 /// simulator thread allocates nothing once the pipeline is primed.
 pub(crate) struct Background<W: Write> {
-    full: Option<SyncSender<Vec<u8>>>,
+    /// A buffer and the length of its text.
+    full: Option<SyncSender<(Vec<u8>, usize)>>,
     empty: Receiver<Vec<u8>>,
     worker: Option<JoinHandle<io::Result<W>>>,
-    buffer_size: usize,
 }
 
 impl<W: Write> Background<W> {
-    /// An empty buffer: one the worker has emptied, or a new one.
-    fn spare(&mut self) -> Vec<u8> {
-        self.empty
-            .try_recv()
-            .unwrap_or_else(|_| Vec::with_capacity(self.buffer_size))
+    /// A buffer of at least `len` initialized bytes: one the worker has written out, or a new
+    /// one.
+    fn spare(&mut self, len: usize) -> Vec<u8> {
+        let mut spare = self.empty.try_recv().unwrap_or_default();
+        if spare.len() < len {
+            spare.resize(len, 0);
+        }
+        spare
     }
 
-    fn send(&mut self, buf: &mut Vec<u8>) -> io::Result<()> {
-        let spare = self.spare();
+    fn send(&mut self, buf: &mut Vec<u8>, len: usize) -> io::Result<()> {
+        let spare = self.spare(buf.len());
         let full = std::mem::replace(buf, spare);
-        self.send_full(full)
+        self.send_full(full, len)
     }
 
-    fn send_full(&mut self, full: Vec<u8>) -> io::Result<()> {
-        let sent = self.full.as_ref().map(|tx| tx.send(full));
+    fn send_full(&mut self, full: Vec<u8>, len: usize) -> io::Result<()> {
+        let sent = self.full.as_ref().map(|tx| tx.send((full, len)));
         match sent {
             Some(Ok(())) => Ok(()),
             // The worker stopped: its result says why.
@@ -344,15 +350,14 @@ impl<W: Write> Background<W> {
 }
 
 impl<W: Write + Send + 'static> Background<W> {
-    fn spawn(mut encoder: Encoder<W>, buffer_size: usize) -> io::Result<Background<W>> {
-        let (full_tx, full_rx) = mpsc::sync_channel::<Vec<u8>>(QUEUED_BUFFERS);
+    fn spawn(mut encoder: Encoder<W>) -> io::Result<Background<W>> {
+        let (full_tx, full_rx) = mpsc::sync_channel::<(Vec<u8>, usize)>(QUEUED_BUFFERS);
         let (empty_tx, empty_rx) = mpsc::channel::<Vec<u8>>();
         let worker = thread::Builder::new()
             .name("kanata-compress".into())
             .spawn(move || {
-                for mut buf in full_rx {
-                    encoder.write_all(&buf)?;
-                    buf.clear();
+                for (buf, len) in full_rx {
+                    encoder.write_all(&buf[..len])?;
                     // The writer may be gone already; then the buffer is simply freed.
                     let _ = empty_tx.send(buf);
                 }
@@ -362,7 +367,6 @@ impl<W: Write + Send + 'static> Background<W> {
             full: Some(full_tx),
             empty: empty_rx,
             worker: Some(worker),
-            buffer_size,
         })
     }
 }

@@ -3,6 +3,7 @@
 use std::collections::HashMap;
 use std::num::NonZeroU32;
 
+use crate::encode::StageTail;
 use crate::error::{Error, ErrorKind, Result};
 
 /// A track of stages drawn over one instruction's row.
@@ -57,6 +58,7 @@ impl Stage {
     /// `stl`, the stall stage Konata users know from lane 1.
     pub const STALL: Stage = Stage(NonZeroU32::MIN);
 
+    #[inline(always)]
     fn index(self) -> usize {
         (self.0.get() - 1) as usize
     }
@@ -66,13 +68,22 @@ impl Stage {
 #[derive(Debug)]
 pub(crate) struct StageTable {
     names: Vec<Box<str>>,
+    /// `tails[i]` is the end of a line of stage `i`, for the fast encoder; every stage has
+    /// one, so that a lookup is also the check that the handle is this writer's.
+    tails: Vec<StageTail>,
+    /// Whether to render tails; a writer that formats nothing leaves them all empty, which
+    /// sends its calls down the general path.
+    render: bool,
     by_name: HashMap<Box<str>, Stage>,
 }
 
 impl StageTable {
-    pub(crate) fn new() -> StageTable {
+    /// A table with `stl`; `render` says whether lines will be formatted with its tails.
+    pub(crate) fn new(render: bool) -> StageTable {
         let mut table = StageTable {
             names: Vec::new(),
+            tails: Vec::new(),
+            render,
             by_name: HashMap::new(),
         };
         let stall = table.intern("stl").expect("`stl` is a valid stage name");
@@ -91,8 +102,29 @@ impl StageTable {
             .ok_or_else(|| Error::new(ErrorKind::InvalidOption("too many stage names".into())))?;
         let stage = Stage(number);
         self.names.push(name.into());
+        self.tails.push(if self.render {
+            StageTail::new(name.as_bytes())
+        } else {
+            StageTail::NONE
+        });
         self.by_name.insert(name.into(), stage);
         Ok(stage)
+    }
+
+    /// The tail of `stage`'s lines, or `None` for a handle of another writer.
+    #[inline(always)]
+    pub(crate) fn tail(&self, stage: Stage) -> Option<&StageTail> {
+        self.tails.get(stage.index())
+    }
+
+    /// The tail of a stage this writer made, or for no stage any tail that fits (to be
+    /// formatted and dropped). One that does not [fit](StageTail::fits) means the stage's
+    /// lines need the general encoder.
+    #[inline(always)]
+    pub(crate) fn tail_or_any(&self, stage: Option<Stage>) -> &StageTail {
+        // `stl` is always there, and fits unless nothing is rendered.
+        let index = stage.map_or(0, Stage::index);
+        self.tails.get(index).unwrap_or(&StageTail::NONE)
     }
 
     #[inline]
@@ -129,7 +161,7 @@ mod tests {
 
     #[test]
     fn stage_names_are_checked_and_interned_once() {
-        let mut table = StageTable::new();
+        let mut table = StageTable::new(true);
         let f = table.intern("F").unwrap();
         assert_eq!(table.intern("F").unwrap(), f);
         assert_ne!(table.intern("Issue Q").unwrap(), f, "inner spaces are fine");

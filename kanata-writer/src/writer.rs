@@ -6,7 +6,7 @@ use std::fs::File;
 use std::io::Write;
 use std::path::Path;
 
-use crate::encode;
+use crate::encode::{self, LineHead, RetireTail, ROOM};
 use crate::error::{Error, ErrorKind, Result};
 use crate::holdback::{Holdback, RetireMark};
 use crate::live::LiveSet;
@@ -330,7 +330,7 @@ impl WriterBuilder {
             // Nothing reaches it, so neither a compressor nor a thread is needed.
             Sink::inline(output, Compression::None, 0)?
         } else if self.background {
-            Sink::background(output, compression, level, self.buffer_size)?
+            Sink::background(output, compression, level)?
         } else {
             Sink::inline(output, compression, level)?
         };
@@ -353,29 +353,39 @@ impl WriterBuilder {
     fn build<W: Write>(&self, sink: Sink<W>) -> Writer<W> {
         let traces_everything = self.window == Window::default();
         let mut writer = Writer {
-            buf: Vec::with_capacity(self.buffer_size + 4096),
+            out: Out {
+                buf: if self.discard {
+                    Vec::new()
+                } else {
+                    vec![0; self.buffer_size + ROOM]
+                },
+                pos: 0,
+                scratch: Vec::new(),
+                lines: 0,
+                cycle: self.start_cycle,
+                written_cycle: self.start_cycle,
+                text_bytes: 0,
+                holdback: self
+                    .late_labels
+                    .map(|cycles| Box::new(Holdback::new(cycles))),
+                discard: self.discard,
+            },
             spill_at: self.buffer_size,
             buffer_size: self.buffer_size,
-            holdback: self
-                .late_labels
-                .map(|cycles| Box::new(Holdback::new(cycles))),
             sink: Some(sink),
-            cycle: self.start_cycle,
-            written_cycle: self.start_cycle,
             next_id: 0,
+            next_head: LineHead::new(0),
             live: LiveSet::default(),
-            stages: StageTable::new(),
+            stages: StageTable::new(!self.discard),
             next_retire_id: 0,
+            next_retire_tail: RetireTail::new(0, false),
             retired: 0,
             flushed: 0,
             window: WindowState::new(self.window.clone()),
             watch_window: !traces_everything,
             compact: self.compact,
             live_at_end: self.live_at_end,
-            text_bytes: 0,
-            lines: 0,
             first_cycle: self.start_cycle,
-            discard: self.discard,
         };
         writer.update_window();
         writer
@@ -403,24 +413,22 @@ impl WriterBuilder {
 /// # Ok(()) }
 /// ```
 pub struct Writer<W: Write> {
-    /// Formatted lines not yet handed to the sink.
-    buf: Vec<u8>,
+    /// The text not yet handed to the sink, and time.
+    out: Out,
     /// `buf` is handed over once it holds this many bytes; 0 after an I/O error, so that every
     /// later write reports it.
     spill_at: usize,
     buffer_size: usize,
-    /// The recent lines kept for late labels, if enabled.
-    holdback: Option<Box<Holdback>>,
     /// `None` once finished or after an I/O error.
     sink: Option<Sink<W>>,
-    /// The simulator's current cycle.
-    cycle: i64,
-    /// The cycle of the last line written; the next line first writes `C cycle-written`.
-    written_cycle: i64,
     next_id: u64,
+    /// The head of `next_id`'s lines.
+    next_head: LineHead,
     live: LiveSet,
     stages: StageTable,
     next_retire_id: u64,
+    /// The end of the `R` line of `next_retire_id`.
+    next_retire_tail: RetireTail,
     retired: u64,
     flushed: u64,
     window: WindowState,
@@ -428,20 +436,14 @@ pub struct Writer<W: Write> {
     watch_window: bool,
     compact: bool,
     live_at_end: LiveAtEnd,
-    /// Bytes handed to the sink so far: the stream position of `buf[0]`.
-    text_bytes: u64,
-    /// Lines written so far (including those still in `buf`).
-    lines: u64,
     /// The cycle of the header's `C=`.
     first_cycle: i64,
-    /// [`WriterBuilder::discard`]: every line is counted, none is formatted.
-    discard: bool,
 }
 
 impl<W: Write> fmt::Debug for Writer<W> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("Writer")
-            .field("cycle", &self.cycle)
+            .field("cycle", &self.out.cycle)
             .field("live", &self.live.len())
             .field("summary", &self.summary())
             .finish_non_exhaustive()
@@ -459,7 +461,7 @@ impl<W: Write> Writer<W> {
 
     /// The current cycle.
     pub fn cycle(&self) -> i64 {
-        self.cycle
+        self.out.cycle
     }
 
     /// Moves time to the absolute `cycle`. Nothing is written until a command follows, so idle
@@ -480,17 +482,17 @@ impl<W: Write> Writer<W> {
     #[inline]
     pub fn set_cycle(&mut self, cycle: u64) -> Result<()> {
         let to = match i64::try_from(cycle) {
-            Ok(to) if to >= self.cycle => to,
+            Ok(to) if to >= self.out.cycle => to,
             Ok(_) => {
                 return Err(Error::new(ErrorKind::TimeWentBack {
-                    from: self.cycle,
+                    from: self.out.cycle,
                     to: cycle,
                 }))
             }
             Err(_) => {
                 return Err(Error::new(ErrorKind::CycleOverflow {
-                    from: self.cycle,
-                    by: cycle.wrapping_sub(self.cycle as u64),
+                    from: self.out.cycle,
+                    by: cycle.wrapping_sub(self.out.cycle as u64),
                 }))
             }
         };
@@ -505,10 +507,10 @@ impl<W: Write> Writer<W> {
     pub fn advance(&mut self, cycles: u64) -> Result<()> {
         let to = i64::try_from(cycles)
             .ok()
-            .and_then(|n| self.cycle.checked_add(n))
+            .and_then(|n| self.out.cycle.checked_add(n))
             .ok_or_else(|| {
                 Error::new(ErrorKind::CycleOverflow {
-                    from: self.cycle,
+                    from: self.out.cycle,
                     by: cycles,
                 })
             })?;
@@ -517,7 +519,7 @@ impl<W: Write> Writer<W> {
 
     #[inline]
     fn move_to(&mut self, cycle: i64) -> Result<()> {
-        self.cycle = cycle;
+        self.out.cycle = cycle;
         if self.watch_window {
             self.update_window();
         }
@@ -548,7 +550,19 @@ impl<W: Write> Writer<W> {
     /// Returns an untraced handle, and writes nothing, when the [`Window`] is not open.
     #[inline]
     pub fn begin(&mut self, sim_id: u64, thread: u32) -> Result<InsnId> {
-        self.begin_with(sim_id, thread)
+        if self.window.phase != Phase::Open || self.out.discard {
+            return self.begin_with(sim_id, thread);
+        }
+        let id = self.next_id;
+        // The head is read where it is, not copied: see `advance_head`.
+        self.live.push(id, &self.next_head);
+        let out = &mut self.out;
+        out.sync_cycle();
+        out.pos = encode::insn_fast(&mut out.buf, out.pos, &self.next_head, sim_id, thread);
+        out.lines += 1;
+        self.advance_id();
+        self.after_write()?;
+        Ok(InsnId(id))
     }
 
     #[inline]
@@ -561,21 +575,28 @@ impl<W: Write> Writer<W> {
             return Ok(InsnId::UNTRACED);
         }
         let id = self.next_id;
-        self.next_id += 1;
-        self.live.push(id);
-        self.sync_cycle();
-        if !self.discard {
-            encode::insn(&mut self.buf, id, sim_id, thread);
+        self.live.push(id, &self.next_head);
+        self.advance_id();
+        self.out.sync_cycle();
+        if !self.out.discard {
+            self.out.scratch.clear();
+            encode::insn(&mut self.out.scratch, id, sim_id, thread);
+            self.out.put_scratch();
         }
-        self.lines += 1;
+        self.out.lines += 1;
         self.after_write()?;
         Ok(InsnId(id))
     }
 
     /// Like [`begin`](Self::begin), for converters whose input ids may be negative or beyond
     /// `i64`: writes the simulator id and thread id as given.
+    #[inline]
     pub fn begin_signed(&mut self, sim_id: i128, thread: i64) -> Result<InsnId> {
-        self.begin_with(sim_id, thread)
+        // Ids in `begin`'s range are written the same: take its fast path.
+        match (u64::try_from(sim_id), u32::try_from(thread)) {
+            (Ok(sim_id), Ok(thread)) => self.begin(sim_id, thread),
+            _ => self.begin_with(sim_id, thread),
+        }
     }
 
     /// Appends `text` to one of the instruction's labels (`L`). The text is escaped, never
@@ -598,7 +619,24 @@ impl<W: Write> Writer<W> {
     /// ```
     #[inline]
     pub fn label(&mut self, insn: InsnId, kind: LabelKind, text: &str) -> Result<()> {
-        self.label_with(insn, kind, LabelText::Str(text))
+        let bytes = text.as_bytes();
+        let state = match self.live.get(insn.0) {
+            Some(state)
+                if (kind != LabelKind::StageNote || state.entered)
+                    && !bytes.is_empty()
+                    && bytes.len() <= encode::FAST_LABEL
+                    && !self.out.discard
+                    && !encode::may_need_escaping(bytes) =>
+            {
+                state
+            }
+            _ => return self.label_with(insn, kind, LabelText::Str(text)),
+        };
+        let out = &mut self.out;
+        out.sync_cycle();
+        out.pos = encode::label_fast(&mut out.buf, out.pos, &state.head, kind as u8, bytes);
+        out.lines += 1;
+        self.after_write()
     }
 
     /// Like [`label`](Self::label), formatting straight into the output buffer: no `String`
@@ -627,36 +665,33 @@ impl<W: Write> Writer<W> {
         self.label_with(insn, kind, LabelText::Fmt(args))
     }
 
-    #[inline]
     fn label_with(&mut self, insn: InsnId, kind: LabelKind, text: LabelText<'_>) -> Result<()> {
-        let Some(state) = self.live.get_mut(insn.0) else {
+        let Some(state) = self.live.get(insn.0) else {
             return self.late_label(insn, kind, text);
         };
         if kind == LabelKind::StageNote && !state.entered {
             return Err(Error::new(ErrorKind::NoteBeforeStage { insn: insn.0 }));
         }
-        if self.discard {
+        if self.out.discard {
             if text.is_written()? {
-                self.sync_cycle();
-                self.lines += 1;
+                self.out.sync_cycle();
+                self.out.lines += 1;
             }
             return Ok(());
         }
         // Empty text (or text that escaping empties) must leave no line behind, nor the `C`
-        // that would have preceded it.
-        let (mark, written_cycle, lines) = (self.buf.len(), self.written_cycle, self.lines);
-        self.sync_cycle();
-        encode::label_start(&mut self.buf, insn.0, kind as u8);
-        let text_start = self.buf.len();
-        let pushed = text.push(&mut self.buf);
-        if pushed.is_err() || self.buf.len() == text_start {
-            self.buf.truncate(mark);
-            self.written_cycle = written_cycle;
-            self.lines = lines;
+        // that would have preceded it: the line is made first.
+        self.out.scratch.clear();
+        encode::label_start(&mut self.out.scratch, insn.0, kind as u8);
+        let text_start = self.out.scratch.len();
+        let pushed = text.push(&mut self.out.scratch);
+        if pushed.is_err() || self.out.scratch.len() == text_start {
             return pushed;
         }
-        self.buf.push(b'\n');
-        self.lines += 1;
+        self.out.scratch.push(b'\n');
+        self.out.sync_cycle();
+        self.out.put_scratch();
+        self.out.lines += 1;
         self.after_write()
     }
 
@@ -668,8 +703,8 @@ impl<W: Write> Writer<W> {
             // After an I/O error the held-back lines are gone, and so is the place to insert.
             return Err(Error::new(ErrorKind::Poisoned));
         }
-        let mark = match &self.holdback {
-            Some(holdback) if insn.is_traced() => holdback.find_retire(insn.0, self.cycle),
+        let mark = match &self.out.holdback {
+            Some(holdback) if insn.is_traced() => holdback.find_retire(insn.0, self.out.cycle),
             _ => None,
         };
         let Some(mark) = mark else {
@@ -678,25 +713,27 @@ impl<W: Write> Writer<W> {
         if kind == LabelKind::StageNote && !mark.entered {
             return Err(Error::new(ErrorKind::NoteBeforeStage { insn: insn.0 }));
         }
-        if self.discard {
-            self.lines += u64::from(text.is_written()?);
+        if self.out.discard {
+            self.out.lines += u64::from(text.is_written()?);
             return Ok(());
         }
-        // Format the line at the end of the buffer, then rotate it into place.
-        let end = self.buf.len();
-        encode::label_start(&mut self.buf, insn.0, kind as u8);
-        let text_start = self.buf.len();
-        let pushed = text.push(&mut self.buf);
-        if pushed.is_err() || self.buf.len() == text_start {
-            self.buf.truncate(end);
+        self.out.scratch.clear();
+        encode::label_start(&mut self.out.scratch, insn.0, kind as u8);
+        let text_start = self.out.scratch.len();
+        let pushed = text.push(&mut self.out.scratch);
+        if pushed.is_err() || self.out.scratch.len() == text_start {
             return pushed;
         }
-        self.buf.push(b'\n');
-        self.lines += 1;
-        let len = self.buf.len() - end;
-        let at = (mark.pos - self.text_bytes) as usize;
-        self.buf[at..].rotate_right(len);
-        if let Some(holdback) = self.holdback.as_mut() {
+        self.out.scratch.push(b'\n');
+        self.out.lines += 1;
+        // Move what follows the `R` to make room, and put the line there.
+        let len = self.out.scratch.len();
+        let at = (mark.pos - self.out.text_bytes) as usize;
+        self.out.make_room(len);
+        self.out.buf.copy_within(at..self.out.pos, at + len);
+        self.out.buf[at..at + len].copy_from_slice(&self.out.scratch);
+        self.out.pos += len;
+        if let Some(holdback) = self.out.holdback.as_mut() {
             holdback.inserted(mark.pos, len as u64);
         }
         self.after_write()
@@ -713,8 +750,42 @@ impl<W: Write> Writer<W> {
     /// # Errors
     /// [`ErrorKind::NotLive`] after the instruction's end; [`ErrorKind::UnknownStage`] for a
     /// stage handle of another writer.
-    #[inline]
+    #[inline(always)]
     pub fn enter(&mut self, insn: InsnId, lane: Lane, stage: Stage) -> Result<()> {
+        // The fast path: lanes 0 and 1, names short enough for a rendered tail (a discarding
+        // writer renders none, so it never comes here).
+        let (Some(state), Some(tail)) = (self.live.get_mut(insn.0), self.stages.tail(stage)) else {
+            return self.enter_general(insn, lane, stage);
+        };
+        if lane.get() >= 2 || !tail.fits() {
+            return self.enter_general(insn, lane, stage);
+        }
+        let previous = state.open_in(lane);
+        let closed = self.stages.tail_or_any(previous);
+        if !closed.fits() {
+            return self.enter_general(insn, lane, stage);
+        }
+        let writes_closed = previous.is_some() & !self.compact;
+        state.open(lane, stage);
+        let out = &mut self.out;
+        out.sync_cycle();
+        let (head, lane) = (&state.head, lane.get());
+        out.pos = encode::enter_fast(
+            &mut out.buf,
+            out.pos,
+            head,
+            lane,
+            writes_closed,
+            closed,
+            tail,
+        );
+        out.lines += 1 + u64::from(writes_closed);
+        self.after_write()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn enter_general(&mut self, insn: InsnId, lane: Lane, stage: Stage) -> Result<()> {
         let Some(state) = self.live.get_mut(insn.0) else {
             return self.not_live(insn);
         };
@@ -722,19 +793,33 @@ impl<W: Write> Writer<W> {
             return Err(Error::new(ErrorKind::UnknownStage));
         }
         let previous = state.open(lane, stage);
-        self.sync_cycle();
-        if self.discard {
-            self.lines += 1 + u64::from(previous.is_some() && !self.compact);
+        self.out.sync_cycle();
+        if self.out.discard {
+            self.out.lines += 1 + u64::from(previous.is_some() && !self.compact);
             return Ok(());
         }
         let name = self.stages.name(stage).unwrap_or_default();
+        self.out.scratch.clear();
         if let (Some(previous), false) = (previous, self.compact) {
             let previous = self.stages.name(previous).unwrap_or_default();
-            encode::stage(&mut self.buf, b'E', insn.0, lane.get(), previous.as_bytes());
-            self.lines += 1;
+            encode::stage(
+                &mut self.out.scratch,
+                b'E',
+                insn.0,
+                lane.get(),
+                previous.as_bytes(),
+            );
+            self.out.lines += 1;
         }
-        encode::stage(&mut self.buf, b'S', insn.0, lane.get(), name.as_bytes());
-        self.lines += 1;
+        encode::stage(
+            &mut self.out.scratch,
+            b'S',
+            insn.0,
+            lane.get(),
+            name.as_bytes(),
+        );
+        self.out.put_scratch();
+        self.out.lines += 1;
         self.after_write()
     }
 
@@ -746,6 +831,27 @@ impl<W: Write> Writer<W> {
     #[inline]
     pub fn leave(&mut self, insn: InsnId, lane: Lane) -> Result<()> {
         let Some(state) = self.live.get_mut(insn.0) else {
+            return self.leave_general(insn, lane);
+        };
+        let tail = match state.open_in(lane) {
+            Some(stage) if lane.get() < 2 => match self.stages.tail(stage) {
+                Some(tail) if tail.fits() => tail,
+                _ => return self.leave_general(insn, lane),
+            },
+            _ => return self.leave_general(insn, lane),
+        };
+        state.close(lane);
+        let out = &mut self.out;
+        out.sync_cycle();
+        out.pos = encode::stage_fast(&mut out.buf, out.pos, b'E', &state.head, lane.get(), tail);
+        out.lines += 1;
+        self.after_write()
+    }
+
+    #[cold]
+    #[inline(never)]
+    fn leave_general(&mut self, insn: InsnId, lane: Lane) -> Result<()> {
+        let Some(state) = self.live.get_mut(insn.0) else {
             return self.not_live(insn);
         };
         let Some(stage) = state.close(lane) else {
@@ -754,12 +860,20 @@ impl<W: Write> Writer<W> {
                 lane: lane.get(),
             }));
         };
-        self.sync_cycle();
-        if !self.discard {
+        self.out.sync_cycle();
+        if !self.out.discard {
             let name = self.stages.name(stage).unwrap_or_default();
-            encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+            self.out.scratch.clear();
+            encode::stage(
+                &mut self.out.scratch,
+                b'E',
+                insn.0,
+                lane.get(),
+                name.as_bytes(),
+            );
+            self.out.put_scratch();
         }
-        self.lines += 1;
+        self.out.lines += 1;
         self.after_write()
     }
 
@@ -779,11 +893,22 @@ impl<W: Write> Writer<W> {
     ///
     /// # Errors
     /// [`ErrorKind::NotLive`] if it already retired or flushed.
-    #[inline]
+    #[inline(always)]
     pub fn retire(&mut self, insn: InsnId) -> Result<Option<u64>> {
         let retire_id = self.next_retire_id;
+        if self.end_of_life_fast(insn, false) {
+            self.retired += 1;
+            if self.watch_window {
+                self.update_window();
+            }
+            self.after_write()?;
+            self.next_retire_id += 1;
+            self.next_retire_tail.advance();
+            return Ok(Some(retire_id));
+        }
         if self.end_of_life(insn, retire_id, false)? {
             self.next_retire_id += 1;
+            self.next_retire_tail.advance();
             Ok(Some(retire_id))
         } else {
             Ok(None)
@@ -795,9 +920,53 @@ impl<W: Write> Writer<W> {
     ///
     /// # Errors
     /// [`ErrorKind::NotLive`] if it already retired or flushed.
-    #[inline]
+    #[inline(always)]
     pub fn flush(&mut self, insn: InsnId) -> Result<()> {
+        if self.end_of_life_fast(insn, true) {
+            self.flushed += 1;
+            return self.after_write();
+        }
         self.end_of_life(insn, 0u64, true).map(drop)
+    }
+
+    /// The common end of life, inlined into [`retire`](Self::retire) and
+    /// [`flush`](Self::flush): a live instruction with stages open in lanes 0 and 1 only,
+    /// each with a rendered tail, the serial retire id, no hold-back. Writes its lines and
+    /// ends it, and returns true; false (having done nothing) for everything else, which
+    /// [`end_of_life`](Self::end_of_life) does. The caller counts it and spills.
+    #[inline(always)]
+    fn end_of_life_fast(&mut self, insn: InsnId, flushed: bool) -> bool {
+        if self.out.discard || self.out.holdback.is_some() {
+            return false;
+        }
+        let Some(state) = self.live.get(insn.0) else {
+            return false;
+        };
+        let Some(open) = state.open_in_first_two_only() else {
+            return false;
+        };
+        let tails = [
+            self.stages.tail_or_any(open[0]),
+            self.stages.tail_or_any(open[1]),
+        ];
+        if !tails[0].fits() || !tails[1].fits() {
+            return false;
+        }
+        let writes = [
+            open[0].is_some() & !self.compact,
+            open[1].is_some() & !self.compact,
+        ];
+        let end = if flushed {
+            &RetireTail::FLUSHED
+        } else {
+            &self.next_retire_tail
+        };
+        let out = &mut self.out;
+        out.sync_cycle();
+        out.pos = encode::end_fast(&mut out.buf, out.pos, &state.head, writes, tails, end);
+        out.lines += 1 + u64::from(writes[0]) + u64::from(writes[1]);
+        self.live.end(insn.0);
+        true
     }
 
     /// Like [`retire`](Self::retire) with the retire id given, for converters that keep the
@@ -820,39 +989,100 @@ impl<W: Write> Writer<W> {
         retire_id: R,
         flushed: bool,
     ) -> Result<bool> {
-        let Some(state) = self.live.remove(insn.0) else {
+        let Some(state) = self.live.get_mut(insn.0) else {
             if insn == InsnId::UNTRACED && !flushed && self.watch_window {
                 self.window.count_untraced_retirement();
                 self.update_window();
             }
             return self.not_live(insn).map(|()| false);
         };
-        self.sync_cycle();
-        if !self.compact {
-            for (lane, stage) in state.open_stages() {
-                if !self.discard {
-                    let name = self.stages.name(stage).unwrap_or_default();
-                    encode::stage(&mut self.buf, b'E', insn.0, lane.get(), name.as_bytes());
+        // Written from the state in place; the instruction ends once its lines are.
+        let state = &*state;
+        self.out.sync_cycle();
+        // The fast path: stages open in lanes 0 and 1 only, each with a rendered tail, and a
+        // retire id of up to 64 bits.
+        let fast = match (state.open_in_first_two_only(), retire_id.parts()) {
+            (Some(open), (false, Some(retire_id))) if !self.out.discard => {
+                let tail = |stage: Option<Stage>| match stage {
+                    None => Some(None),
+                    Some(stage) => self.stages.tail(stage).filter(|t| t.fits()).map(Some),
+                };
+                match (tail(open[0]), tail(open[1])) {
+                    (Some(t0), Some(t1)) => Some(([t0, t1], retire_id)),
+                    _ => None,
                 }
-                self.lines += 1;
+            }
+            _ => None,
+        };
+        if let Some((tails, retire_id)) = fast {
+            let mut pos = self.out.pos;
+            if !self.compact {
+                for (lane, tail) in tails.iter().enumerate() {
+                    if let Some(tail) = tail {
+                        pos = encode::stage_fast(
+                            &mut self.out.buf,
+                            pos,
+                            b'E',
+                            &state.head,
+                            lane as u32,
+                            tail,
+                        );
+                        self.out.lines += 1;
+                    }
+                }
+            }
+            if let Some(holdback) = self.out.holdback.as_mut() {
+                holdback.mark_retire(RetireMark {
+                    insn: insn.0,
+                    pos: self.out.text_bytes + pos as u64,
+                    cycle: self.out.cycle,
+                    entered: state.entered,
+                });
+            }
+            let tail = match (flushed, retire_id) {
+                (true, 0) => RetireTail::FLUSHED,
+                (false, id) if id == self.next_retire_id => self.next_retire_tail,
+                _ => RetireTail::new(retire_id, flushed),
+            };
+            self.out.pos = encode::end_of_life_fast(&mut self.out.buf, pos, &state.head, &tail);
+        } else {
+            self.out.scratch.clear();
+            if !self.compact {
+                for (lane, stage) in state.open_stages() {
+                    if !self.out.discard {
+                        let name = self.stages.name(stage).unwrap_or_default();
+                        encode::stage(
+                            &mut self.out.scratch,
+                            b'E',
+                            insn.0,
+                            lane.get(),
+                            name.as_bytes(),
+                        );
+                    }
+                    self.out.lines += 1;
+                }
+            }
+            self.out.put_scratch();
+            if let Some(holdback) = self.out.holdback.as_mut() {
+                if self.out.discard {
+                    // No spill ever releases the marks of a discarding writer.
+                    holdback.forget_too_old(self.out.cycle);
+                }
+                holdback.mark_retire(RetireMark {
+                    insn: insn.0,
+                    pos: self.out.text_bytes + self.out.pos as u64,
+                    cycle: self.out.cycle,
+                    entered: state.entered,
+                });
+            }
+            if !self.out.discard {
+                self.out.scratch.clear();
+                encode::end_of_life(&mut self.out.scratch, insn.0, retire_id, flushed);
+                self.out.put_scratch();
             }
         }
-        if let Some(holdback) = self.holdback.as_mut() {
-            if self.discard {
-                // No spill ever releases the marks of a discarding writer.
-                holdback.forget_too_old(self.cycle);
-            }
-            holdback.mark_retire(RetireMark {
-                insn: insn.0,
-                pos: self.text_bytes + self.buf.len() as u64,
-                cycle: self.cycle,
-                entered: state.entered,
-            });
-        }
-        if !self.discard {
-            encode::end_of_life(&mut self.buf, insn.0, retire_id, flushed);
-        }
-        self.lines += 1;
+        self.live.end(insn.0);
+        self.out.lines += 1;
         if flushed {
             self.flushed += 1;
         } else {
@@ -874,9 +1104,9 @@ impl<W: Write> Writer<W> {
     /// unless the producer began before the consumer.
     #[inline]
     pub fn depend(&mut self, consumer: InsnId, producer: InsnId, kind: DepKind) -> Result<()> {
-        if self.live.get_mut(consumer.0).is_none() {
+        let Some(state) = self.live.get(consumer.0) else {
             return self.not_live(consumer);
-        }
+        };
         if !producer.is_traced() {
             return Ok(());
         }
@@ -886,11 +1116,13 @@ impl<W: Write> Writer<W> {
                 producer: producer.0,
             }));
         }
-        self.sync_cycle();
-        if !self.discard {
-            encode::dependency(&mut self.buf, consumer.0, producer.0, kind.0);
+        self.out.sync_cycle();
+        if !self.out.discard {
+            let out = &mut self.out;
+            out.pos =
+                encode::dependency_fast(&mut out.buf, out.pos, &state.head, producer.0, kind.0);
         }
-        self.lines += 1;
+        self.out.lines += 1;
         self.after_write()
     }
 
@@ -921,9 +1153,9 @@ impl<W: Write> Writer<W> {
             left_open: self.live.len(),
             ended_at_finish: 0,
             first_cycle: self.first_cycle,
-            last_cycle: self.written_cycle,
-            text_bytes: self.text_bytes + self.buf.len() as u64,
-            lines: self.lines,
+            last_cycle: self.out.written_cycle,
+            text_bytes: self.out.text_bytes + self.out.pos as u64,
+            lines: self.out.lines,
         }
     }
 
@@ -940,6 +1172,19 @@ impl<W: Write> Writer<W> {
 
     // ----- internals -----
 
+    /// Moves to the next file id, once `next_id` has begun.
+    #[inline(always)]
+    fn advance_id(&mut self) {
+        self.next_id += 1;
+        // Ids are dense, so the next head is this one's id plus one, in decimal: cheaper than
+        // formatting it. In place, and read in place (not copied) by the next `begin`: a copy
+        // of bytes stored one by one, read back whole right away, stalls the load. A
+        // discarding writer writes no head.
+        if !self.out.discard {
+            self.next_head.advance();
+        }
+    }
+
     /// The error for a call on an instruction that is not live; untraced handles are fine.
     #[cold]
     fn not_live(&self, insn: InsnId) -> Result<()> {
@@ -952,26 +1197,9 @@ impl<W: Write> Writer<W> {
         }
     }
 
-    /// Writes the `C` that brings the file to the current cycle.
-    #[inline]
-    fn sync_cycle(&mut self) {
-        if self.cycle != self.written_cycle {
-            if !self.discard {
-                if let Some(holdback) = self.holdback.as_mut() {
-                    holdback.mark_cycle(self.text_bytes + self.buf.len() as u64, self.cycle);
-                }
-                // cycle > written_cycle always holds: time only moves forward.
-                let delta = self.cycle.wrapping_sub(self.written_cycle) as u64;
-                encode::cycle_delta(&mut self.buf, delta);
-            }
-            self.lines += 1;
-            self.written_cycle = self.cycle;
-        }
-    }
-
-    #[inline]
+    #[inline(always)]
     fn after_write(&mut self) -> Result<()> {
-        if self.buf.len() >= self.spill_at {
+        if self.out.pos >= self.spill_at {
             self.spill()
         } else {
             Ok(())
@@ -979,52 +1207,64 @@ impl<W: Write> Writer<W> {
     }
 
     #[cold]
+    #[inline(never)]
     fn spill(&mut self) -> Result<()> {
         let Some(sink) = self.sink.as_mut() else {
-            self.buf.clear();
+            self.out.pos = 0;
             return Err(Error::new(ErrorKind::Poisoned));
         };
-        let Some(holdback) = self.holdback.as_mut() else {
-            self.text_bytes += self.buf.len() as u64;
-            return sink.consume(&mut self.buf).map_err(|err| self.poison(err));
+        let Some(holdback) = self.out.holdback.as_mut() else {
+            self.out.text_bytes += self.out.pos as u64;
+            let result = sink.consume(&mut self.out.buf, self.out.pos);
+            self.out.pos = 0;
+            return result.map_err(|err| self.poison(err));
         };
-        let end = self.text_bytes + self.buf.len() as u64;
-        let release = holdback.releasable(self.cycle, end);
+        let end = self.out.text_bytes + self.out.pos as u64;
+        let release = holdback.releasable(self.out.cycle, end);
         holdback.released(release);
-        let n = (release - self.text_bytes) as usize;
-        self.text_bytes = release;
+        let n = (release - self.out.text_bytes) as usize;
+        self.out.text_bytes = release;
         let result = if n > 0 {
-            sink.consume_prefix(&mut self.buf, n)
+            sink.consume_prefix(&mut self.out.buf, self.out.pos, n)
         } else {
             Ok(())
         };
+        self.out.pos -= n;
         // What is held back stays; spill again once another buffer's worth has come.
-        self.spill_at = self.buf.len() + self.buffer_size;
+        self.spill_at = self.out.pos + self.buffer_size;
+        let room = self.spill_at + ROOM;
+        if self.out.buf.len() < room {
+            self.out.buf.resize(room, 0);
+        }
         result.map_err(|err| self.poison(err))
     }
 
     fn poison(&mut self, err: std::io::Error) -> Error {
         self.sink = None;
         self.spill_at = 0;
-        self.buf = Vec::new();
-        self.holdback = None;
+        // Later calls still write their lines (then report the error): keep room for them.
+        self.out.buf = vec![0; ROOM];
+        self.out.pos = 0;
+        self.out.holdback = None;
         Error::from(err)
     }
 
     #[cold]
     fn update_window(&mut self) {
-        if self.window.update(self.cycle, self.retired) {
+        if self.window.update(self.out.cycle, self.retired) {
             // Konata's timeline starts at the first line whatever `C=` says, so the trace
             // starts where the window opens, not at the simulator's cycle 0.
-            if !self.discard {
-                if let Some(holdback) = self.holdback.as_mut() {
-                    holdback.mark_cycle(self.text_bytes + self.buf.len() as u64, self.cycle);
+            if !self.out.discard {
+                if let Some(holdback) = self.out.holdback.as_mut() {
+                    holdback.mark_cycle(self.out.text_bytes + self.out.pos as u64, self.out.cycle);
                 }
-                encode::header(&mut self.buf, self.cycle);
+                self.out.scratch.clear();
+                encode::header(&mut self.out.scratch, self.out.cycle);
+                self.out.put_scratch();
             }
-            self.lines += 2;
-            self.first_cycle = self.cycle;
-            self.written_cycle = self.cycle;
+            self.out.lines += 2;
+            self.first_cycle = self.out.cycle;
+            self.out.written_cycle = self.out.cycle;
         }
         self.watch_window = match self.window.phase {
             Phase::Before => true,
@@ -1040,19 +1280,23 @@ impl<W: Write> Writer<W> {
         }
         let last_cycle = match self.window.phase {
             Phase::Before => {
-                if !self.discard {
-                    encode::header(&mut self.buf, self.cycle);
+                if !self.out.discard {
+                    self.out.scratch.clear();
+                    encode::header(&mut self.out.scratch, self.out.cycle);
+                    self.out.put_scratch();
                 }
-                self.lines += 2;
-                self.first_cycle = self.cycle;
-                self.written_cycle = self.cycle;
-                self.cycle
+                self.out.lines += 2;
+                self.first_cycle = self.out.cycle;
+                self.out.written_cycle = self.out.cycle;
+                self.out.cycle
             }
             // Instructions still draining after the window closed were live up to now.
-            Phase::After { closed_at } if self.live.len() == 0 => closed_at.max(self.written_cycle),
-            _ => self.cycle,
+            Phase::After { closed_at } if self.live.len() == 0 => {
+                closed_at.max(self.out.written_cycle)
+            }
+            _ => self.out.cycle,
         };
-        self.cycle = last_cycle;
+        self.out.cycle = last_cycle;
         let mut ended_at_finish = 0;
         if self.live_at_end != LiveAtEnd::LeaveOpen {
             for id in self.live.ids() {
@@ -1063,7 +1307,7 @@ impl<W: Write> Writer<W> {
                 ended_at_finish += 1;
             }
         }
-        self.sync_cycle();
+        self.out.sync_cycle();
         let mut summary = self.summary();
         summary.ended_at_finish = ended_at_finish;
         let sink = self
@@ -1071,8 +1315,80 @@ impl<W: Write> Writer<W> {
             .take()
             .ok_or(ErrorKind::Poisoned)
             .map_err(Error::new)?;
-        let output = sink.finish(&mut self.buf).map_err(|err| self.poison(err))?;
+        let output = sink
+            .finish(&mut self.out.buf, self.out.pos)
+            .map_err(|err| self.poison(err))?;
+        self.out.pos = 0;
         Ok((summary, output))
+    }
+}
+
+/// The writer's text and clock: what a line needs besides the instruction and the stage, kept
+/// apart so that writing a line can borrow it while the live set and the stage table are
+/// borrowed too.
+struct Out {
+    /// Formatted lines not yet handed to the sink: `buf[..pos]`. The whole of `buf` stays
+    /// initialized (so the fast encoders write into it in fixed-width blocks, safely), and a
+    /// call starts with at least [`ROOM`] bytes of it free (`spill_at + ROOM <= buf.len()`).
+    /// Empty for a discarding writer, which writes nothing.
+    buf: Vec<u8>,
+    pos: usize,
+    /// Lines of the general encoder, formatted here before they are copied to `buf`.
+    scratch: Vec<u8>,
+    /// Lines written so far (including those still in `buf`).
+    lines: u64,
+    /// The simulator's current cycle.
+    cycle: i64,
+    /// The cycle of the last line written; the next line first writes `C cycle-written`.
+    written_cycle: i64,
+    /// Bytes handed to the sink so far: the stream position of `buf[0]`.
+    text_bytes: u64,
+    /// The recent lines kept for late labels, if enabled.
+    holdback: Option<Box<Holdback>>,
+    /// [`WriterBuilder::discard`]: every line is counted, none is formatted.
+    discard: bool,
+}
+
+impl Out {
+    /// Writes the `C` that brings the file to the current cycle. Only at the start of a call's
+    /// writing, where the buffer has [`ROOM`] free.
+    #[inline(always)]
+    fn sync_cycle(&mut self) {
+        if self.cycle != self.written_cycle {
+            self.write_cycle();
+        }
+    }
+
+    // Out of line: most calls come in a cycle that has its `C` already.
+    #[cold]
+    #[inline(never)]
+    fn write_cycle(&mut self) {
+        if !self.discard {
+            if let Some(holdback) = self.holdback.as_mut() {
+                holdback.mark_cycle(self.text_bytes + self.pos as u64, self.cycle);
+            }
+            // cycle > written_cycle always holds: time only moves forward.
+            let delta = self.cycle.wrapping_sub(self.written_cycle) as u64;
+            self.pos = encode::cycle_fast(&mut self.buf, self.pos, delta);
+        }
+        self.lines += 1;
+        self.written_cycle = self.cycle;
+    }
+
+    /// Copies the lines in `scratch` to the buffer, making room for them.
+    fn put_scratch(&mut self) {
+        let len = self.scratch.len();
+        self.make_room(len);
+        self.buf[self.pos..self.pos + len].copy_from_slice(&self.scratch);
+        self.pos += len;
+    }
+
+    /// Grows the buffer so that `len` more bytes leave [`ROOM`] free after them.
+    fn make_room(&mut self, len: usize) {
+        let want = self.pos + len + ROOM;
+        if want > self.buf.len() {
+            self.buf.resize(want, 0);
+        }
     }
 }
 
