@@ -149,7 +149,7 @@ struct Item {
 #[derive(Default)]
 struct Batch {
     /// A block of the input, whole lines only: the lines' text is read straight into it.
-    text: Vec<u8>,
+    text: ReadBuffer,
     /// Label text the parser rebuilt from several fields (Q9).
     rebuilt: Vec<u8>,
     items: Vec<Item>,
@@ -163,7 +163,7 @@ struct Batch {
 
 impl Batch {
     fn get(&self, span: Span) -> &[u8] {
-        let text = if span.rebuilt {
+        let text: &[u8] = if span.rebuilt {
             &self.rebuilt
         } else {
             &self.text
@@ -343,7 +343,8 @@ fn read_batches(
         batch.rebuilt.clear();
         batch.items.clear();
         batch.unparsed_from = None;
-        batch.text.append(&mut carry);
+        batch.text.extend_from_slice(&carry);
+        carry.clear();
         batch.end = fill(&mut input, &mut batch.text, &mut at).err();
         if batch.end.is_none() {
             // Whole lines only; the cut one waits for the next block.
@@ -377,36 +378,70 @@ fn read_batches(
     }
 }
 
+/// Bytes read from the input: a `Vec` whose room past the bytes held stays initialized from
+/// one block to the next, so that reading into it does not zero a megabyte each time.
+#[derive(Default)]
+struct ReadBuffer {
+    bytes: Vec<u8>,
+    len: usize,
+}
+
+impl ReadBuffer {
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+
+    fn truncate(&mut self, len: usize) {
+        self.len = self.len.min(len);
+    }
+
+    fn extend_from_slice(&mut self, more: &[u8]) {
+        self.room(more.len())[..more.len()].copy_from_slice(more);
+        self.len += more.len();
+    }
+
+    /// Room for at least `at_least` more bytes, after the ones held.
+    fn room(&mut self, at_least: usize) -> &mut [u8] {
+        if self.bytes.len() < self.len + at_least {
+            self.bytes.resize(self.len + at_least, 0);
+        }
+        &mut self.bytes[self.len..]
+    }
+}
+
+impl std::ops::Deref for ReadBuffer {
+    type Target = [u8];
+
+    fn deref(&self) -> &[u8] {
+        &self.bytes[..self.len]
+    }
+}
+
 /// Reads into `text` until it holds a whole line (or the input ends).
 fn fill(
     input: &mut Box<dyn Read + Send>,
-    text: &mut Vec<u8>,
+    text: &mut ReadBuffer,
     at: &mut Position,
 ) -> Result<(), Result<u64, Error>> {
     let mut searched = 0;
     while !at.eof {
-        let start = text.len();
-        text.resize(start + BLOCK, 0);
+        let room = text.room(BLOCK);
         let read = loop {
-            match input.read(&mut text[start..]) {
+            match input.read(&mut room[..BLOCK]) {
                 Err(err) if err.kind() == std::io::ErrorKind::Interrupted => {}
                 result => break result,
             }
         };
         match read {
-            Ok(0) => {
-                text.truncate(start);
-                at.eof = true;
-            }
+            Ok(0) => at.eof = true,
             Ok(n) => {
-                text.truncate(start + n);
+                text.len += n;
                 if memchr::memchr(b'\n', &text[searched..]).is_some() {
                     return Ok(());
                 }
                 searched = text.len();
             }
             Err(err) => {
-                text.truncate(start);
                 return Err(Err(Error::at_line(
                     at.number + 1,
                     format!("cannot read the input: {err}"),
