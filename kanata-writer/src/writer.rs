@@ -554,7 +554,7 @@ impl<W: Write> Writer<W> {
             return self.begin_with(sim_id, thread);
         }
         let id = self.next_id;
-        // The head is read where it is, not copied: see `advance_head`.
+        // The head is read where it is, not copied: see `advance_id`.
         self.live.push(id, &self.next_head);
         let out = &mut self.out;
         out.sync_cycle();
