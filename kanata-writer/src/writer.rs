@@ -681,14 +681,9 @@ impl<W: Write> Writer<W> {
         }
         // Empty text (or text that escaping empties) must leave no line behind, nor the `C`
         // that would have preceded it: the line is made first.
-        self.out.scratch.clear();
-        encode::label_start(&mut self.out.scratch, insn.0, kind as u8);
-        let text_start = self.out.scratch.len();
-        let pushed = text.push(&mut self.out.scratch);
-        if pushed.is_err() || self.out.scratch.len() == text_start {
-            return pushed;
+        if !self.out.label_line(insn.0, kind, text)? {
+            return Ok(());
         }
-        self.out.scratch.push(b'\n');
         self.out.sync_cycle();
         self.out.put_scratch();
         self.out.lines += 1;
@@ -717,14 +712,9 @@ impl<W: Write> Writer<W> {
             self.out.lines += u64::from(text.is_written()?);
             return Ok(());
         }
-        self.out.scratch.clear();
-        encode::label_start(&mut self.out.scratch, insn.0, kind as u8);
-        let text_start = self.out.scratch.len();
-        let pushed = text.push(&mut self.out.scratch);
-        if pushed.is_err() || self.out.scratch.len() == text_start {
-            return pushed;
+        if !self.out.label_line(insn.0, kind, text)? {
+            return Ok(());
         }
-        self.out.scratch.push(b'\n');
         self.out.lines += 1;
         // Move what follows the `R` to make room, and put the line there.
         let len = self.out.scratch.len();
@@ -1373,6 +1363,21 @@ impl Out {
         }
         self.lines += 1;
         self.written_cycle = self.cycle;
+    }
+
+    /// Makes the `L` line of `text` in `scratch`; false, with no line, when the text is
+    /// empty once escaped.
+    #[inline]
+    fn label_line(&mut self, insn: u64, kind: LabelKind, text: LabelText<'_>) -> Result<bool> {
+        self.scratch.clear();
+        encode::label_start(&mut self.scratch, insn, kind as u8);
+        let text_start = self.scratch.len();
+        text.push(&mut self.scratch)?;
+        if self.scratch.len() == text_start {
+            return Ok(false);
+        }
+        self.scratch.push(b'\n');
+        Ok(true)
     }
 
     /// Copies the lines in `scratch` to the buffer, making room for them.
