@@ -13,6 +13,7 @@ use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
 use crate::gem5::Gem5Options;
 use crate::input::{self, InputCompression, Lines};
+use crate::kanata_read::Sharing;
 use crate::normalize::{KanataNormalizer, Repairs};
 use crate::progress::Progress;
 use crate::rsd::RsdOptions;
@@ -382,12 +383,30 @@ fn run_to<O: Write + Send + 'static>(
     progress: &Progress,
 ) -> Result<(Summary, u64, Option<TraceStats>), Error> {
     if !options.stats {
-        let (finished, lines) = run(format, reader, builder, output, options, diag, progress)?;
+        let (finished, lines) = run(
+            format,
+            reader,
+            builder,
+            output,
+            compression,
+            options,
+            diag,
+            progress,
+        )?;
         return Ok((finished.summary, lines, None));
     }
     builder.compression(Compression::None);
     let sink = StatsSink::new(CompressWriter::new(output, compression, options.level)?);
-    let (finished, lines) = run(format, reader, builder, sink, options, diag, progress)?;
+    let (finished, lines) = run(
+        format,
+        reader,
+        builder,
+        sink,
+        compression,
+        options,
+        diag,
+        progress,
+    )?;
     let summary = finished.summary;
     let (compressed, stats) = finished.output.into_parts();
     compressed.finish()?.flush()?;
@@ -395,11 +414,13 @@ fn run_to<O: Write + Send + 'static>(
 }
 
 /// Reads every line of `reader` into the normalizer for `format`.
+#[allow(clippy::too_many_arguments)]
 fn run<W: Write + Send + 'static>(
     format: Format,
     reader: Box<dyn io::Read + Send>,
     builder: WriterBuilder,
     output: W,
+    compression: Compression,
     options: &Options,
     diag: &mut Diagnostics,
     progress: &Progress,
@@ -411,7 +432,8 @@ fn run<W: Write + Send + 'static>(
         Format::Kanata => {
             let normalizer = KanataNormalizer::new(builder, output, options.repairs.clone());
             let prefix = options.repairs.strip_prefix.clone();
-            return crate::kanata_read::run(reader, normalizer, prefix, diag, progress);
+            let sharing = Sharing::for_output(compression != Compression::None);
+            return crate::kanata_read::run(reader, normalizer, prefix, diag, progress, sharing);
         }
         Format::Gem5 => Box::new(crate::gem5::Gem5Converter::new(
             builder,

@@ -192,29 +192,35 @@ fn span(piece: &[u8], block: &[u8], rebuilt: &mut Vec<u8>) -> Span {
     }
 }
 
-/// Converts the Kanata log read from `input`: lines are read and parsed on a second thread,
-/// the normalizer runs here. Returns the finished output and the number of input lines.
-pub(crate) fn run<W: Write + Send + 'static>(
-    input: Box<dyn Read + Send>,
-    normalizer: KanataNormalizer<W>,
-    prefix: Option<Vec<u8>>,
-    diag: &mut Diagnostics,
-    progress: &Progress,
-) -> Result<(Finished<W>, u64), Error> {
-    run_sharing(input, normalizer, prefix, diag, progress, Sharing::WhenIdle)
-}
-
 /// Which blocks the reader leaves for the normalizer to parse.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Sharing {
-    /// The next one whenever the normalizer has waited for work.
+pub(crate) enum Sharing {
+    /// The next one whenever the normalizer has waited for work: both threads parse.
     WhenIdle,
-    /// Every one it can, whatever the timing (tests of the normalizer's parsing).
-    #[cfg(test)]
+    /// Every one after the header: the reading thread only reads.
     All,
 }
 
-fn run_sharing<W: Write + Send + 'static>(
+impl Sharing {
+    /// How to share for a conversion that does or does not compress its output. A
+    /// compressor thread sets the pace and needs a core of its own: on two cores, a reading
+    /// thread that also parses would be a third busy thread and slow it down (measured:
+    /// `.zst` output 1.45x `zstd -3`'s time sharing when idle, 1.09x leaving all parsing to
+    /// the normalizer). With more cores, or nothing to compress, both threads parse.
+    pub(crate) fn for_output(compressing: bool) -> Sharing {
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        if compressing && cores <= 2 {
+            Sharing::All
+        } else {
+            Sharing::WhenIdle
+        }
+    }
+}
+
+/// Converts the Kanata log read from `input`: lines are read (and parsed, as `sharing` says)
+/// on a second thread, the normalizer runs here. Returns the finished output and the number
+/// of input lines.
+pub(crate) fn run<W: Write + Send + 'static>(
     input: Box<dyn Read + Send>,
     mut normalizer: KanataNormalizer<W>,
     prefix: Option<Vec<u8>>,
@@ -357,7 +363,6 @@ fn read_batches(
             // Not the last block: that one's end needs the checks of `end_of_input`.
             let share = match sharing {
                 Sharing::WhenIdle => normalizer_waiting.swap(false, Ordering::Relaxed),
-                #[cfg(test)]
                 Sharing::All => true,
             };
             if !at.eof && !reader.in_header && share {
@@ -594,7 +599,7 @@ mod tests {
             KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
         let mut diag = Diagnostics::new(3, strict);
         let progress = Progress::new(false, None, "test", None);
-        let result = run_sharing(
+        let result = run(
             Box::new(std::io::Cursor::new(input)),
             normalizer,
             None,
