@@ -239,6 +239,9 @@ pub(crate) fn run<W: Write + Send + 'static>(
     let outcome = std::thread::scope(|scope| {
         let reader_diag = &mut reader_diag;
         let waiting = &waiting;
+        // Owned by this closure, so that an early return (an error) drops it: a reader
+        // blocked on a full channel then stops, instead of the scope waiting for it forever.
+        let full_rx = full_rx;
         scope.spawn(move || {
             read_batches(
                 input,
@@ -672,6 +675,30 @@ mod tests {
         assert_eq!(text.matches("\tX\n").count(), 2 * 14_286, "S and E of X");
         assert_eq!(text.matches("\tX/Y\n").count(), 2 * (100_000 - 14_286));
         assert_eq!(text.matches("a // b/c\n").count(), 100_000);
+    }
+
+    #[test]
+    fn an_error_early_in_a_long_input_ends_the_run_instead_of_waiting_for_the_reader() {
+        for sharing in [Sharing::WhenIdle, Sharing::All] {
+            // An `S` for an undeclared id: a repair only the normalizer sees (Q12), while the
+            // reader has blocks of input left to hand over.
+            let mut input = b"Kanata\t0004\nC=\t0\nS\t5\t0\tX\n".to_vec();
+            while input.len() < 20 * BLOCK {
+                input.extend_from_slice(b"C\t1\n");
+            }
+            let (done_tx, done_rx) = mpsc::channel();
+            std::thread::spawn(move || {
+                let _ = done_tx.send(convert_sharing(input, sharing, true).0);
+            });
+            let result = done_rx
+                .recv_timeout(std::time::Duration::from_secs(30))
+                .expect("the conversion ends");
+            let error = result.unwrap_err();
+            assert!(
+                error.contains("line 3") && error.contains("Q12"),
+                "{sharing:?}: {error}"
+            );
+        }
     }
 
     #[test]
