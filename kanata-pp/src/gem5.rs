@@ -82,6 +82,7 @@
 
 mod exlog;
 mod order;
+mod read;
 mod record;
 mod replay;
 mod window;
@@ -89,18 +90,20 @@ mod window;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
-use std::io::Write;
+use std::io::{Read, Write};
 use std::rc::Rc;
 
 use kanata_writer::{Finished, WriterBuilder};
 
 use self::exlog::ExLogs;
 use self::order::{Clock, Emitter, Event, Handle, Placed};
+use self::read::{FastLine, Parsed};
 use self::record::{Fate, Record, StageName};
 use self::window::{Key, Window};
 use crate::convert::Converter;
 use crate::diag::{Diagnostics, Rule};
 use crate::error::{Error, ErrorKind};
+use crate::progress::Progress;
 
 /// How a gem5 trace is read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -322,14 +325,10 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     }
 
     fn read_line(&mut self, raw: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
-        let raw = if lineno == 1 {
-            raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw)
-        } else {
-            raw
-        };
+        let raw = without_bom(raw, lineno);
         // Nearly every line of a gem5 trace is a well-formed record line; it is read straight
-        // from the bytes. Anything unusual takes the general path below, which decides the
-        // same way for the lines the fast one accepts.
+        // from the bytes. Anything unusual takes the general path, which decides the same
+        // way for the lines the fast one accepts.
         if self.mode == Mode::Records {
             if let Some(body) = raw.strip_prefix(MARKER) {
                 if self.fast_record_line(body, lineno, diag)? {
@@ -337,6 +336,66 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                 }
             }
         }
+        self.general_line(raw, lineno, diag)
+    }
+
+    /// A line the reading thread has split and, if it is a record line in the common form,
+    /// parsed: the same as [`read_line`](Self::read_line) on its text.
+    fn parsed_line(&mut self, line: read::Line<'_>, diag: &mut Diagnostics) -> Result<(), Error> {
+        let lineno = line.number;
+        if self.mode == Mode::Records {
+            let done = match (line.parsed, line.text) {
+                (
+                    Parsed::Fetch {
+                        tick,
+                        seq,
+                        address,
+                        upc,
+                        disassembly,
+                    },
+                    Some(text),
+                ) => {
+                    let field = |range: read::Range| text.get(range.start..range.end);
+                    match (field(address), field(upc), field(disassembly)) {
+                        (Some(address), Some(upc), Some(disassembly)) => {
+                            let fetch = FetchLine {
+                                tick,
+                                address,
+                                upc,
+                                seq,
+                                disassembly,
+                            };
+                            self.start_record(&fetch, lineno, diag)?;
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                (
+                    Parsed::Stage {
+                        command,
+                        name,
+                        tick,
+                    },
+                    _,
+                ) => self.fast_stage(command, name, tick),
+                (Parsed::Retire { tick, store }, _) => self.fast_retire(tick, store, diag)?,
+                _ => false,
+            };
+            if done {
+                return self.after_line(lineno, diag);
+            }
+        }
+        self.general_line(without_bom(line.raw, lineno), lineno, diag)
+    }
+
+    /// Any line, read from its text (after a byte order mark on line 1).
+    fn general_line(
+        &mut self,
+        raw: &[u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
         let text = match std::str::from_utf8(raw) {
             Ok(text) => Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(raw),
@@ -455,64 +514,77 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         Ok(())
     }
 
-    /// A record line (after the marker) in the common form: a known command, plain decimal
-    /// ticks, no spaces to trim, UTF-8 text. Returns `false`, having done nothing, for any
-    /// other line: the general path reads (and reports) it.
+    /// A record line (after the marker) in the common form (`FastLine`), UTF-8 text.
+    /// Returns `false`, having done nothing, for any other line: the general path reads (and
+    /// reports) it.
     fn fast_record_line(
         &mut self,
         body: &[u8],
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<bool, Error> {
-        let Some(colon) = memchr::memchr(b':', body) else {
-            return Ok(false);
-        };
-        let (command, rest) = (&body[..colon], &body[colon + 1..]);
-        if command == b"fetch" {
-            let Some(fetch) = FetchLine::parse_fast(rest) else {
-                return Ok(false);
-            };
-            self.start_record(&fetch, lineno, diag)?;
-            return Ok(true);
+        match FastLine::parse(body) {
+            None => Ok(false),
+            Some(FastLine::Fetch {
+                tick,
+                address,
+                upc,
+                seq,
+                disassembly,
+            }) => {
+                let text = |bytes| std::str::from_utf8(bytes).ok();
+                let (Some(address), Some(upc), Some(disassembly)) =
+                    (text(address), text(upc), text(disassembly))
+                else {
+                    return Ok(false);
+                };
+                let fetch = FetchLine {
+                    tick,
+                    address,
+                    upc,
+                    seq,
+                    disassembly,
+                };
+                self.start_record(&fetch, lineno, diag)?;
+                Ok(true)
+            }
+            Some(FastLine::Stage {
+                command,
+                name,
+                tick,
+            }) => Ok(self.fast_stage(command, name, tick)),
+            Some(FastLine::Retire { tick, store }) => self.fast_retire(tick, store, diag),
         }
+    }
+
+    /// A stage line of the common form; `false` (nothing done) without a record open.
+    fn fast_stage(&mut self, command: &'static str, name: StageName, tick: u64) -> bool {
         let Some(current) = self.current.as_mut() else {
-            return Ok(false);
-        };
-        let (tick, after) = match memchr::memchr(b':', rest) {
-            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
-            None => (rest, None),
-        };
-        let Some(tick) = plain_number(tick) else {
-            return Ok(false);
-        };
-        if command == b"retire" {
-            let store;
-            let stores: &[u64] = match after {
-                None => &[],
-                Some(field) => match field.strip_prefix(b"store:").and_then(plain_number) {
-                    Some(tick) => {
-                        store = [tick];
-                        &store
-                    }
-                    None => return Ok(false),
-                },
-            };
-            let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
-            self.ex.consumed(consumed);
-            let record = self.current.take().expect("matched above");
-            self.finished(Waiting::Record(record), diag)?;
-            return Ok(true);
-        }
-        let (command, name) = match command {
-            b"decode" => ("decode", StageName::Dc),
-            b"rename" => ("rename", StageName::Rn),
-            b"dispatch" => ("dispatch", StageName::Ds),
-            b"issue" => ("issue", StageName::Is),
-            b"complete" => ("complete", StageName::Cm),
-            _ => return Ok(false),
+            return false;
         };
         let consumed = current.stage(command, name, tick, self.ex.get_mut(current.seq));
         self.ex.consumed(consumed);
+        true
+    }
+
+    /// A retire line of the common form; `false` (nothing done) without a record open.
+    fn fast_retire(
+        &mut self,
+        tick: u64,
+        store: Option<u64>,
+        diag: &mut Diagnostics,
+    ) -> Result<bool, Error> {
+        let Some(current) = self.current.as_mut() else {
+            return Ok(false);
+        };
+        let stores: &[u64] = match &store {
+            Some(store) => std::slice::from_ref(store),
+            None => &[],
+        };
+        let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
+        self.ex.consumed(consumed);
+        let record = self.current.take().expect("matched above");
+        self.finished(Waiting::Record(record), diag)?;
         Ok(true)
     }
 
@@ -1074,6 +1146,37 @@ impl<W: Write + Send + 'static> Converter<W> for Gem5Converter<W> {
     }
 }
 
+/// Converts the gem5 trace read from `input`: lines are split and parsed on a thread of
+/// their own (`read`), the records ordered here, the output written on a third (`replay`).
+/// Returns the finished output and the number of input lines.
+pub(crate) fn run<W: Write + Send + 'static>(
+    input: Box<dyn Read + Send>,
+    builder: WriterBuilder,
+    output: W,
+    options: Gem5Options,
+    diag: &mut Diagnostics,
+    progress: &Progress,
+) -> Result<(Finished<W>, u64), Error> {
+    let mut converter = Gem5Converter::new(builder, output, options)?;
+    let lines = read::run(input, diag, progress, |line, diag| {
+        converter.parsed_line(line, diag)
+    })?;
+    let finished = converter.end(diag)?;
+    if let Some(error) = crate::kanata_read::strict_error(diag) {
+        return Err(error);
+    }
+    Ok((finished, lines))
+}
+
+/// A line without the byte order mark that may start line 1.
+fn without_bom(raw: &[u8], lineno: u64) -> &[u8] {
+    if lineno == 1 {
+        raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw)
+    } else {
+        raw
+    }
+}
+
 /// The fields of a `fetch` line (after `O3PipeView:`).
 struct FetchLine<'a> {
     tick: u64,
@@ -1084,32 +1187,6 @@ struct FetchLine<'a> {
 }
 
 impl<'a> FetchLine<'a> {
-    /// The fields after `fetch:` when they need no trimming and the text is UTF-8 (else
-    /// `None`, and [`FetchLine::parse`] decides).
-    fn parse_fast(rest: &'a [u8]) -> Option<FetchLine<'a>> {
-        let mut rest = rest;
-        let mut field = || {
-            let at = memchr::memchr(b':', rest)?;
-            let field = &rest[..at];
-            rest = &rest[at + 1..];
-            Some(field)
-        };
-        let tick = plain_number(field()?)?;
-        let address = untrimmed_ascii(field()?)?;
-        let upc = untrimmed_ascii(field()?)?;
-        let (seq, disassembly) = match memchr::memchr(b':', rest) {
-            Some(at) => (&rest[..at], std::str::from_utf8(&rest[at + 1..]).ok()?),
-            None => (rest, ""),
-        };
-        Some(FetchLine {
-            tick,
-            address,
-            upc,
-            seq: plain_number(seq)?,
-            disassembly,
-        })
-    }
-
     /// `fetch:<tick>:<pc>:<upc>:<seq>:<disassembly, colons included>`.
     fn parse(body: &'a str) -> Option<FetchLine<'a>> {
         let mut parts = body.splitn(6, ':');
