@@ -888,10 +888,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     /// `--ticks-per-cycle`: the clock is known from the first fetch.
     fn fix_clock(&mut self, fetch_tick: u64) {
         if let (None, Some(ticks_per_cycle)) = (self.clock, self.options.ticks_per_cycle) {
-            self.clock = Some(Clock {
-                ticks_per_cycle,
-                phase: fetch_tick % ticks_per_cycle,
-            });
+            self.clock = Some(Clock::new(ticks_per_cycle, fetch_tick % ticks_per_cycle));
         }
     }
 
@@ -942,10 +939,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                  (--ticks-per-cycle)"
                     .to_owned()
             });
-            self.clock = Some(Clock {
-                ticks_per_cycle: 1,
-                phase: 0,
-            });
+            self.clock = Some(Clock::new(1, 0));
         }
     }
 
@@ -1271,10 +1265,7 @@ fn clock_of(ticks: &BTreeSet<u64>) -> Option<Clock> {
         .zip(ticks.iter().skip(1))
         .map(|(a, b)| b - a)
         .min()?;
-    Some(Clock {
-        ticks_per_cycle,
-        phase: first % ticks_per_cycle,
-    })
+    Some(Clock::new(ticks_per_cycle, first % ticks_per_cycle))
 }
 
 fn report_truncated(diag: &mut Diagnostics, record: &Record, when: &str) {

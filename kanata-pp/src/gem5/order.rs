@@ -21,17 +21,40 @@ pub(crate) struct Clock {
     /// first tick it sees, so a clock whose edges are not multiples of the period still gives
     /// whole cycles).
     pub(crate) phase: u64,
+    /// `(2^64 - 1) / ticks_per_cycle`: a tick is divided by a multiplication and at most two
+    /// corrections, because a 64-bit division costs tens of cycles and every record has
+    /// about eight ticks.
+    reciprocal: u64,
 }
 
 impl Clock {
+    /// A clock of `ticks_per_cycle` (at least 1) whose edges are at `phase` modulo it.
+    pub(crate) fn new(ticks_per_cycle: u64, phase: u64) -> Clock {
+        let ticks_per_cycle = ticks_per_cycle.max(1);
+        Clock {
+            ticks_per_cycle,
+            phase,
+            reciprocal: u64::MAX / ticks_per_cycle,
+        }
+    }
+
+    /// `(x / ticks_per_cycle, x % ticks_per_cycle)`. The estimate `x * reciprocal / 2^64`
+    /// is at most the quotient and more than the quotient minus 2.
+    fn divide(self, x: u64) -> (u64, u64) {
+        let mut quotient = ((u128::from(x) * u128::from(self.reciprocal)) >> 64) as u64;
+        let mut rest = x - quotient * self.ticks_per_cycle;
+        while rest >= self.ticks_per_cycle {
+            quotient += 1;
+            rest -= self.ticks_per_cycle;
+        }
+        (quotient, rest)
+    }
+
     /// The cycle of `tick`, and whether it is a whole cycle.
     pub(crate) fn cycle(self, tick: u64) -> (i64, bool) {
         if let Some(shifted) = tick.checked_sub(self.phase) {
-            let cycle = shifted / self.ticks_per_cycle;
-            return (
-                i64::try_from(cycle).unwrap_or(i64::MAX),
-                shifted % self.ticks_per_cycle == 0,
-            );
+            let (cycle, rest) = self.divide(shifted);
+            return (i64::try_from(cycle).unwrap_or(i64::MAX), rest == 0);
         }
         let shifted = i128::from(tick) - i128::from(self.phase);
         let tpc = i128::from(self.ticks_per_cycle);
@@ -430,17 +453,49 @@ mod tests {
 
     #[test]
     fn cycles_count_from_the_phase_and_say_when_a_tick_is_between_edges() {
-        let clock = Clock {
-            ticks_per_cycle: 500,
-            phase: 0,
-        };
+        let clock = Clock::new(500, 0);
         assert_eq!(clock.cycle(78_500), (157, true));
         assert_eq!(clock.cycle(305_001), (610, false));
-        let shifted = Clock {
-            ticks_per_cycle: 1000,
-            phase: 500,
-        };
+        let shifted = Clock::new(1000, 500);
         assert_eq!(shifted.cycle(1500), (1, true));
         assert_eq!(shifted.cycle(0), (-1, false));
+    }
+
+    #[test]
+    fn division_by_the_reciprocal_is_exact() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let divisors = [
+            1,
+            2,
+            3,
+            7,
+            333,
+            500,
+            1000,
+            1 << 32,
+            u64::MAX / 3,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for &d in &divisors {
+            let clock = Clock::new(d, 0);
+            let edges = [0, 1, d - 1, d, d.wrapping_add(1), u64::MAX, u64::MAX - 1];
+            for x in edges.into_iter().chain((0..2000).map(|_| next())) {
+                assert_eq!(clock.divide(x), (x / d, x % d), "{x} / {d}");
+            }
+        }
+        for _ in 0..2000 {
+            let d = next() >> (next() % 64);
+            let clock = Clock::new(d, 0);
+            let d = d.max(1);
+            let x = next();
+            assert_eq!(clock.divide(x), (x / d, x % d), "{x} / {d}");
+        }
     }
 }
