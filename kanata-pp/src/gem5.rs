@@ -748,7 +748,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
 
     fn store_completion(&mut self, seq: u64, tick: u64, lineno: u64, diag: &mut Diagnostics) {
         match self.last_key(seq).and_then(|key| self.waiting.get_mut(key)) {
-            Some(Waiting::Record(record)) => record.stores = vec![tick],
+            Some(Waiting::Record(record)) => record.stores.set(&[tick]),
             Some(Waiting::Boom(insn)) => insn.store = Some(tick),
             None => self.orphan(seq, "store-comp", lineno, diag),
         }
@@ -983,7 +983,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         events.push((fetched, Event::Begin));
         let mut last_stage: Option<(i64, i64)> = None;
         let mut retire_tick = None;
-        for (index, stage) in record.stages.iter().enumerate() {
+        for (index, stage) in record.stages.as_slice().iter().enumerate() {
             if stage.name == StageName::Rt {
                 retire_tick = Some(stage.start);
                 continue;
@@ -991,10 +991,11 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             let start = cycle(stage.start);
             let end = stage.end.map_or(start, &mut cycle);
             last_stage = Some((start, end));
-            let notes = if stage.notes.is_empty() {
-                Event::NO_NOTES
+            let index = u32::try_from(index).unwrap_or(Event::NO_NOTES);
+            let notes = if record.notes.iter().any(|&(stage, _)| stage == index) {
+                index
             } else {
-                u32::try_from(index).unwrap_or(Event::NO_NOTES)
+                Event::NO_NOTES
             };
             events.push((
                 start,

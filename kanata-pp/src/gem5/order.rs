@@ -353,8 +353,8 @@ impl<W: Write + Send + 'static> Emitter<W> {
                 Event::Begin => {
                     self.begun += 1;
                     let record = &live.placed.record;
-                    let name = self.out.text(&record.name);
-                    let detail = self.out.text(&record.detail);
+                    let name = self.out.text(record.name());
+                    let detail = self.out.text(record.detail());
                     self.out.push(Op::Begin {
                         seq: record.seq,
                         thread: live.placed.thread,
@@ -368,8 +368,8 @@ impl<W: Write + Send + 'static> Emitter<W> {
                 }
                 Event::Enter { lane, stage, notes } => {
                     self.out.push(Op::Enter { insn, lane, stage })?;
-                    if let Some(stage) = live.placed.record.stages.get(notes as usize) {
-                        for note in &stage.notes {
+                    if notes != Event::NO_NOTES {
+                        for note in live.placed.record.notes_of(notes) {
                             let text = self.out.text(note);
                             self.out.push(Op::Note { insn, text })?;
                         }

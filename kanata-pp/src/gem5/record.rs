@@ -81,15 +81,106 @@ impl StageName {
 }
 
 /// One stage of lane 0, in ticks.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TickStage {
     pub(crate) name: StageName,
     pub(crate) start: u64,
     /// `None` while open (Konata's `endCycle == 0`).
     pub(crate) end: Option<u64>,
-    /// The ex-log lines appended to the stage while it was the last one started, each on
-    /// its own line.
-    pub(crate) notes: Vec<Box<str>>,
+}
+
+/// Stages a record holds in place: F Dc Rn Ds Is Cm, one Mc, Rt.
+const STAGES_IN_PLACE: usize = 8;
+
+/// The stages of a record, in the order started. Up to [`STAGES_IN_PLACE`] are kept in the
+/// record itself, so that writing a record (a whole window after it was read, when it is no
+/// longer cached) reads one allocation, not a second one for its stages; a record with more
+/// (several memory completions) keeps them all on the heap.
+#[derive(Clone, Debug)]
+pub(crate) struct Stages {
+    in_place: [TickStage; STAGES_IN_PLACE],
+    len: usize,
+    /// Every stage, once there are more than fit in place.
+    spilled: Vec<TickStage>,
+}
+
+impl Stages {
+    fn new() -> Stages {
+        Stages {
+            in_place: [TickStage {
+                name: StageName::F,
+                start: 0,
+                end: None,
+            }; STAGES_IN_PLACE],
+            len: 0,
+            spilled: Vec::new(),
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[TickStage] {
+        if self.len <= STAGES_IN_PLACE {
+            &self.in_place[..self.len]
+        } else {
+            &self.spilled
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [TickStage] {
+        if self.len <= STAGES_IN_PLACE {
+            &mut self.in_place[..self.len]
+        } else {
+            &mut self.spilled
+        }
+    }
+
+    fn push(&mut self, stage: TickStage) {
+        if self.len < STAGES_IN_PLACE {
+            self.in_place[self.len] = stage;
+        } else {
+            if self.len == STAGES_IN_PLACE {
+                self.spilled.clear();
+                self.spilled.extend_from_slice(&self.in_place);
+            }
+            self.spilled.push(stage);
+        }
+        self.len += 1;
+    }
+
+    fn clear(&mut self) {
+        if self.len > STAGES_IN_PLACE {
+            self.spilled.clear();
+        }
+        self.len = 0;
+    }
+
+    fn last_mut(&mut self) -> Option<&mut TickStage> {
+        self.as_mut_slice().last_mut()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// The store ticks of a record: nearly always one, kept in place.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stores {
+    first: Option<u64>,
+    rest: Vec<u64>,
+}
+
+impl Stores {
+    pub(crate) fn set(&mut self, ticks: &[u64]) {
+        self.first = ticks.first().copied();
+        self.rest.clear();
+        if let Some(rest) = ticks.get(1..) {
+            self.rest.extend_from_slice(rest);
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.first.into_iter().chain(self.rest.iter().copied())
+    }
 }
 
 /// How the record ended.
@@ -111,19 +202,22 @@ pub(crate) struct Record {
     /// The input line of the `fetch` record.
     pub(crate) line: u64,
     pub(crate) fetch_tick: u64,
-    /// `<pc>: <disassembly>`.
-    pub(crate) name: String,
-    /// The detail label, without the store ticks (they are appended when the instruction is
-    /// written, because BOOM traces give them after the retirement).
-    pub(crate) detail: String,
+    /// The name label `<pc>: <disassembly>` (the first `name_len` bytes), then the detail
+    /// label without the store ticks (they are appended when the instruction is written,
+    /// because BOOM traces give them after the retirement): one allocation for both.
+    labels: String,
+    name_len: usize,
     /// The thread id of an `O3PipeView:thread` line.
     pub(crate) tid: Option<u32>,
-    pub(crate) stages: Vec<TickStage>,
+    pub(crate) stages: Stages,
+    /// The ex-log lines appended to a stage (by its index in `stages`) while it was the last
+    /// one started, each on its own line, in the order they came.
+    pub(crate) notes: Vec<(u32, Box<str>)>,
     /// Konata's "current tick": the last tick the record reached.
     pub(crate) current: u64,
     pub(crate) fate: Fate,
     /// The `:store:` ticks of the retire line (or BOOM's `store-comp`).
-    pub(crate) stores: Vec<u64>,
+    pub(crate) stores: Stores,
     /// The start of `Cm` (Konata's `consCycle` and `prodCycle`), if it has one.
     pub(crate) complete: Option<u64>,
     /// Register keys read (from `Rename` lines).
@@ -146,13 +240,14 @@ impl Record {
             seq,
             line,
             fetch_tick: tick,
-            name: String::new(),
-            detail: String::new(),
+            labels: String::new(),
+            name_len: 0,
             tid: None,
-            stages: Vec::new(),
+            stages: Stages::new(),
+            notes: Vec::new(),
             current: tick,
             fate: Fate::Open,
-            stores: Vec::new(),
+            stores: Stores::default(),
             complete: None,
             sources: Vec::new(),
             destinations: Vec::new(),
@@ -174,20 +269,21 @@ impl Record {
         self.seq = seq;
         self.line = line;
         self.fetch_tick = tick;
-        self.name.clear();
-        self.name.push_str(address);
-        self.name.push_str(": ");
-        self.name.push_str(disassembly);
-        self.detail.clear();
-        self.detail.push_str("Fetched Tick: ");
-        push_decimal(&mut self.detail, tick);
-        self.detail.push_str("\nMicro PC: ");
-        self.detail.push_str(upc);
+        self.labels.clear();
+        self.labels.push_str(address);
+        self.labels.push_str(": ");
+        self.labels.push_str(disassembly);
+        self.name_len = self.labels.len();
+        self.labels.push_str("Fetched Tick: ");
+        push_decimal(&mut self.labels, tick);
+        self.labels.push_str("\nMicro PC: ");
+        self.labels.push_str(upc);
         self.tid = None;
         self.stages.clear();
+        self.notes.clear();
         self.current = tick;
         self.fate = Fate::Open;
-        self.stores.clear();
+        self.stores.set(&[]);
         self.complete = None;
         self.sources.clear();
         self.destinations.clear();
@@ -212,7 +308,7 @@ impl Record {
         let mut tick = tick;
         if tick < self.current {
             let _ = write!(
-                self.detail,
+                self.labels,
                 "\nOut-of-order {command} Tick: {tick} (normalized to {})",
                 self.current
             );
@@ -230,11 +326,10 @@ impl Record {
         let consumed = self.consume(ex, None, cutoff);
         let flushed = tick == 0;
         let at = if flushed { self.current } else { tick };
-        self.detail.push_str("\nRetired Tick: ");
-        push_decimal(&mut self.detail, tick);
-        self.stores.clear();
-        self.stores.extend_from_slice(stores);
-        for stage in &mut self.stages {
+        self.labels.push_str("\nRetired Tick: ");
+        push_decimal(&mut self.labels, tick);
+        self.stores.set(stores);
+        for stage in self.stages.as_mut_slice() {
             if stage.end.is_none() {
                 stage.end = Some(at);
             }
@@ -246,7 +341,6 @@ impl Record {
                 name: StageName::Rt,
                 start: at,
                 end: Some(at),
-                notes: Vec::new(),
             });
             self.fate = Fate::Retired { tick: at };
         }
@@ -256,11 +350,29 @@ impl Record {
     /// Ends the detail label as Konata ends it: the store ticks after the retired tick.
     pub(crate) fn finish_detail(&mut self) {
         if self.fate != Fate::Open {
-            for &store in &self.stores {
-                self.detail.push_str("\nStore Tick: ");
-                push_decimal(&mut self.detail, store);
+            for store in self.stores.iter() {
+                self.labels.push_str("\nStore Tick: ");
+                push_decimal(&mut self.labels, store);
             }
         }
+    }
+
+    /// The name label, `<pc>: <disassembly>`.
+    pub(crate) fn name(&self) -> &str {
+        &self.labels[..self.name_len]
+    }
+
+    /// The detail label.
+    pub(crate) fn detail(&self) -> &str {
+        &self.labels[self.name_len..]
+    }
+
+    /// The notes of stage `index`.
+    pub(crate) fn notes_of(&self, index: u32) -> impl Iterator<Item = &str> + '_ {
+        self.notes
+            .iter()
+            .filter(move |(stage, _)| *stage == index)
+            .map(|(_, note)| &**note)
     }
 
     /// Every tick Konata's clock detection looks at: fetch, retire, stage starts and ends
@@ -272,7 +384,7 @@ impl Record {
             Fate::Open => None,
         };
         out.extend(retired);
-        for stage in &self.stages {
+        for stage in self.stages.as_slice() {
             out.extend([stage.start]);
             out.extend(stage.end);
         }
@@ -283,7 +395,6 @@ impl Record {
             name,
             start: tick,
             end: None,
-            notes: Vec::new(),
         });
         if name == StageName::Cm {
             self.complete = Some(tick);
@@ -326,11 +437,11 @@ impl Record {
         let args: Vec<&str> = text.split(':').collect();
         let arg = |i: usize| args.get(i).copied().unwrap_or("");
         if arg(1) == " user" {
-            let _ = write!(self.detail, "\n {text}");
+            let _ = write!(self.labels, "\n {text}");
         } else if arg(1) == " global" && arg(2) == " RegFile" {
-            let _ = write!(self.detail, "\n {}", arg(3));
+            let _ = write!(self.labels, "\n {}", arg(3));
         } else if arg(1).contains(".memDep") && arg(2).contains(" Completed mem") {
-            let _ = write!(self.detail, "\n Memory Complete: {text}");
+            let _ = write!(self.labels, "\n Memory Complete: {text}");
             if let Some(tick) = tick {
                 if self.current <= tick && tick < mc_cutoff {
                     self.close_last(tick);
@@ -342,7 +453,7 @@ impl Record {
                 if !token.contains(" Renaming") && !token.contains("Looking") {
                     continue;
                 }
-                let _ = write!(self.detail, "\n {token}");
+                let _ = write!(self.labels, "\n {token}");
                 if let Some(key) = exlog::destination_key(token) {
                     self.destinations.push(key);
                 }
@@ -354,10 +465,10 @@ impl Record {
             && (arg(2).contains(" Read called") || arg(2).contains("Doing write"))
         {
             let end = args.len().min(7);
-            let _ = write!(self.detail, "\n {}", args[2.min(end)..end].join(":"));
+            let _ = write!(self.labels, "\n {}", args[2.min(end)..end].join(":"));
         }
-        if let Some(stage) = self.stages.last_mut() {
-            stage.notes.push(text.into());
+        if let Some(last) = self.stages.len().checked_sub(1) {
+            self.notes.push((last as u32, text.into()));
         }
     }
 }
@@ -387,6 +498,7 @@ mod tests {
     fn boxes(record: &Record) -> Vec<(&'static str, u64, Option<u64>)> {
         record
             .stages
+            .as_slice()
             .iter()
             .map(|s| (s.name.as_str(), s.start, s.end))
             .collect()
@@ -411,7 +523,7 @@ mod tests {
         assert_eq!(r.complete, Some(3000));
         r.finish_detail();
         assert_eq!(
-            r.detail,
+            r.detail(),
             "Fetched Tick: 1000\nMicro PC: 0\nRetired Tick: 4000\nStore Tick: 0"
         );
     }
@@ -435,6 +547,6 @@ mod tests {
                 ("Rt", 7000, Some(7000))
             ]
         );
-        assert_eq!(r.stages[2].notes.len(), 1);
+        assert_eq!(r.notes_of(2).count(), 1);
     }
 }
