@@ -90,6 +90,7 @@ mod window;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{Read, Write};
 use std::rc::Rc;
 
@@ -248,6 +249,29 @@ struct Producer {
     complete: Option<i64>,
 }
 
+/// FNV-1a for register keys: a few bytes each, looked up for every operand, where the
+/// default hasher's resistance to chosen collisions only costs time.
+#[derive(Clone, Copy, Debug)]
+struct KeyHasher(u64);
+
+impl Default for KeyHasher {
+    fn default() -> KeyHasher {
+        KeyHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 /// The most memory each buffer needed, for the bounded-memory tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct HighWater {
@@ -277,7 +301,7 @@ pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
     /// The highest sequence number written, and the fetch tick of the last one written.
     written: Option<(u64, u64)>,
     retire_ids: Option<RetireIds>,
-    producers: HashMap<String, Producer>,
+    producers: HashMap<String, Producer, BuildHasherDefault<KeyHasher>>,
     high_water: HighWater,
     marker: memchr::memmem::Finder<'static>,
     /// The events of the instruction being written (kept for its buffer).
@@ -308,7 +332,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             clock: None,
             written: None,
             retire_ids: None,
-            producers: HashMap::new(),
+            producers: HashMap::default(),
             high_water: HighWater::default(),
             marker: memchr::memmem::Finder::new(MARKER),
             events: Vec::new(),
@@ -953,8 +977,8 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         let seq = record.seq;
         let written = self.written.map_or(seq, |(w, _)| w.max(seq));
         self.written = Some((written, record.fetch_tick));
-        let ex = self.ex.take_through(seq);
-        let thread = record.tid.or(ex.as_ref().and_then(|e| e.tid)).unwrap_or(0);
+        let ex_tid = self.ex.take_through(seq);
+        let thread = record.tid.or(ex_tid).unwrap_or(0);
 
         let mut inexact = None;
         let mut cycle = |tick: u64| {
@@ -992,7 +1016,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             let end = stage.end.map_or(start, &mut cycle);
             last_stage = Some((start, end));
             let index = u32::try_from(index).unwrap_or(Event::NO_NOTES);
-            let notes = if record.notes.iter().any(|&(stage, _)| stage == index) {
+            let notes = if record.has_notes(index) {
                 index
             } else {
                 Event::NO_NOTES
@@ -1020,7 +1044,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                         notes: Event::NO_NOTES,
                     },
                 ));
-                for source in &record.sources {
+                for source in record.sources() {
                     if let Some(producer) = self.producers.get(source) {
                         if producer.complete.is_none_or(|p| p < c) {
                             events.push((c, Event::Depend(depends.len() as u32)));
@@ -1038,16 +1062,22 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                 ));
                 events.push((c + 1, Event::Leave { lane: 1 }));
             }
-            if !record.destinations.is_empty() {
+            let mut destinations = record.destinations().peekable();
+            if destinations.peek().is_some() {
                 let shared: Handle = Rc::new(Cell::new(None));
-                for key in &record.destinations {
-                    self.producers.insert(
-                        key.clone(),
-                        Producer {
-                            handle: Rc::clone(&shared),
-                            complete,
-                        },
-                    );
+                for key in destinations {
+                    let producer = Producer {
+                        handle: Rc::clone(&shared),
+                        complete,
+                    };
+                    // The same few hundred registers come back again and again: a key is
+                    // copied only the first time.
+                    match self.producers.get_mut(key) {
+                        Some(known) => *known = producer,
+                        None => {
+                            self.producers.insert(key.to_owned(), producer);
+                        }
+                    }
                 }
                 handle = Some(shared);
             }

@@ -212,7 +212,9 @@ pub(crate) struct Record {
     pub(crate) stages: Stages,
     /// The ex-log lines appended to a stage (by its index in `stages`) while it was the last
     /// one started, each on its own line, in the order they came.
-    pub(crate) notes: Vec<(u32, Box<str>)>,
+    /// The text of each is the byte range `start..end` of `note_text`.
+    notes: Vec<(u32, usize, usize)>,
+    note_text: String,
     /// Konata's "current tick": the last tick the record reached.
     pub(crate) current: u64,
     pub(crate) fate: Fate,
@@ -220,10 +222,12 @@ pub(crate) struct Record {
     pub(crate) stores: Stores,
     /// The start of `Cm` (Konata's `consCycle` and `prodCycle`), if it has one.
     pub(crate) complete: Option<u64>,
-    /// Register keys read (from `Rename` lines).
-    pub(crate) sources: Vec<String>,
-    /// Register keys written.
-    pub(crate) destinations: Vec<String>,
+    /// Register keys read (from `Rename` lines): byte ranges of `keys`.
+    sources: Vec<(usize, usize)>,
+    /// Register keys written: byte ranges of `keys`.
+    destinations: Vec<(usize, usize)>,
+    /// The text of the register keys, one string for all (no allocation per key).
+    keys: String,
 }
 
 impl Record {
@@ -245,12 +249,14 @@ impl Record {
             tid: None,
             stages: Stages::new(),
             notes: Vec::new(),
+            note_text: String::new(),
             current: tick,
             fate: Fate::Open,
             stores: Stores::default(),
             complete: None,
             sources: Vec::new(),
             destinations: Vec::new(),
+            keys: String::new(),
         };
         record.refill(seq, line, tick, address, upc, disassembly);
         record
@@ -281,12 +287,14 @@ impl Record {
         self.tid = None;
         self.stages.clear();
         self.notes.clear();
+        self.note_text.clear();
         self.current = tick;
         self.fate = Fate::Open;
         self.stores.set(&[]);
         self.complete = None;
         self.sources.clear();
         self.destinations.clear();
+        self.keys.clear();
         if tick != 0 {
             self.start(StageName::F, tick);
         }
@@ -371,8 +379,35 @@ impl Record {
     pub(crate) fn notes_of(&self, index: u32) -> impl Iterator<Item = &str> + '_ {
         self.notes
             .iter()
-            .filter(move |(stage, _)| *stage == index)
-            .map(|(_, note)| &**note)
+            .filter(move |&&(stage, _, _)| stage == index)
+            .map(|&(_, start, end)| &self.note_text[start..end])
+    }
+
+    /// Whether stage `index` has notes.
+    pub(crate) fn has_notes(&self, index: u32) -> bool {
+        self.notes.iter().any(|&(stage, _, _)| stage == index)
+    }
+
+    /// The register keys read.
+    pub(crate) fn sources(&self) -> impl Iterator<Item = &str> + '_ {
+        self.sources
+            .iter()
+            .map(|&(start, end)| &self.keys[start..end])
+    }
+
+    /// The register keys written.
+    pub(crate) fn destinations(&self) -> impl Iterator<Item = &str> + '_ {
+        self.destinations
+            .iter()
+            .map(|&(start, end)| &self.keys[start..end])
+    }
+
+    /// Keeps the key `<class><phys>`, returning its range in `keys`.
+    fn key(&mut self, (class, phys): (&str, &str)) -> (usize, usize) {
+        let start = self.keys.len();
+        self.keys.push_str(class);
+        self.keys.push_str(phys);
+        (start, self.keys.len())
     }
 
     /// Every tick Konata's clock detection looks at: fetch, retire, stage starts and ends
@@ -427,20 +462,23 @@ impl Record {
                 break;
             };
             consumed += 1;
-            self.apply(&line.text, line.tick, mc_cutoff);
+            self.apply(ex.text(line), line.tick, mc_cutoff);
         }
+        ex.forget_consumed();
         consumed
     }
 
     /// What one consumed ex-log line adds (§2.5).
     fn apply(&mut self, text: &str, tick: Option<u64>, mc_cutoff: u64) {
-        let args: Vec<&str> = text.split(':').collect();
-        let arg = |i: usize| args.get(i).copied().unwrap_or("");
-        if arg(1) == " user" {
+        // Konata splits the line on `:`; fields are taken from the text as needed, no list
+        // of them is built (this runs for every debug line).
+        let mut fields = text.split(':');
+        let (arg1, arg2) = (fields.nth(1).unwrap_or(""), fields.next().unwrap_or(""));
+        if arg1 == " user" {
             let _ = write!(self.labels, "\n {text}");
-        } else if arg(1) == " global" && arg(2) == " RegFile" {
-            let _ = write!(self.labels, "\n {}", arg(3));
-        } else if arg(1).contains(".memDep") && arg(2).contains(" Completed mem") {
+        } else if arg1 == " global" && arg2 == " RegFile" {
+            let _ = write!(self.labels, "\n {}", fields.next().unwrap_or(""));
+        } else if contains(arg1, ".memDep") && contains(arg2, " Completed mem") {
             let _ = write!(self.labels, "\n Memory Complete: {text}");
             if let Some(tick) = tick {
                 if self.current <= tick && tick < mc_cutoff {
@@ -448,29 +486,52 @@ impl Record {
                     self.start(StageName::Mc, tick);
                 }
             }
-        } else if arg(1).contains(".rename") {
-            for token in args.iter().skip(2) {
-                if !token.contains(" Renaming") && !token.contains("Looking") {
+        } else if contains(arg1, ".rename") {
+            for token in text.split(':').skip(2) {
+                if !contains(token, " Renaming") && !contains(token, "Looking") {
                     continue;
                 }
-                let _ = write!(self.labels, "\n {token}");
+                self.labels.push_str("\n ");
+                self.labels.push_str(token);
                 if let Some(key) = exlog::destination_key(token) {
+                    let key = self.key(key);
                     self.destinations.push(key);
                 }
                 if let Some(key) = exlog::source_key(token) {
+                    let key = self.key(key);
                     self.sources.push(key);
                 }
             }
-        } else if arg(1).contains(".iew.lsq.thread")
-            && (arg(2).contains(" Read called") || arg(2).contains("Doing write"))
+        } else if contains(arg1, ".iew.lsq.thread")
+            && (contains(arg2, " Read called") || contains(arg2, "Doing write"))
         {
-            let end = args.len().min(7);
-            let _ = write!(self.labels, "\n {}", args[2.min(end)..end].join(":"));
+            // Fields 2 to 6, colons included: from after the second colon to the seventh.
+            let mut colons = memchr::memchr_iter(b':', text.as_bytes());
+            let start = colons.nth(1).map_or(text.len(), |at| at + 1);
+            let end = colons.nth(4).unwrap_or(text.len());
+            self.labels.push_str("\n ");
+            self.labels.push_str(&text[start..end]);
         }
         if let Some(last) = self.stages.len().checked_sub(1) {
-            self.notes.push((last as u32, text.into()));
+            let start = self.note_text.len();
+            self.note_text.push_str(text);
+            self.notes.push((last as u32, start, self.note_text.len()));
         }
     }
+}
+
+/// `needle` in `hay`: the fields searched are short, so a plain scan beats building a
+/// searcher for each.
+fn contains(hay: &str, needle: &str) -> bool {
+    let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let Some(last_start) = hay.len().checked_sub(needle.len()) else {
+        return false;
+    };
+    memchr::memchr_iter(first, &hay[..=last_start])
+        .any(|at| &hay[at + 1..at + needle.len()] == rest)
 }
 
 /// `value` in decimal, as `write!` would put it, without the formatting machinery.
@@ -493,7 +554,6 @@ pub(crate) fn push_decimal(text: &mut String, value: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gem5::exlog::ExLine;
 
     fn boxes(record: &Record) -> Vec<(&'static str, u64, Option<u64>)> {
         record
@@ -531,10 +591,10 @@ mod tests {
     #[test]
     fn a_memory_completion_between_stages_starts_mc() {
         let mut ex = ExEntry::default();
-        ex.lines.push_back(ExLine {
-            tick: Some(6000),
-            text: "6000: system.cpu.memDep0: Completed mem instruction [sn:10].".into(),
-        });
+        ex.push(
+            Some(6000),
+            "6000: system.cpu.memDep0: Completed mem instruction [sn:10].",
+        );
         let mut r = Record::fetch(10, 1, 1000, "0x10", "0", " load");
         r.stage("complete", StageName::Cm, 5000, Some(&mut ex));
         r.retire(7000, &[], Some(&mut ex));
