@@ -1032,7 +1032,8 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
 
         let mut handle = None;
-        let mut depends = Vec::new();
+        let mut depends = std::mem::take(&mut record.depends);
+        depends.clear();
         if self.options.deps {
             let complete = record.complete.map(&mut cycle);
             if let Some(c) = complete {
@@ -1130,15 +1131,9 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             });
         }
         record.finish_detail();
-        self.emitter.place(
-            Placed {
-                thread,
-                record,
-                handle,
-                depends,
-            },
-            &events,
-        );
+        record.handle = handle;
+        record.depends = depends;
+        self.emitter.place(Placed { thread, record }, &events);
         self.events = events;
     }
 

@@ -101,17 +101,12 @@ impl Event {
     pub(crate) const NO_NOTES: u32 = u32::MAX;
 }
 
-/// An instruction ready to be written: its `I` fields, labels and handle. Its events are
-/// given with it.
+/// An instruction ready to be written: its thread and its record (labels, notes, handle
+/// and producers). Its events are given with it.
 #[derive(Debug)]
 pub(crate) struct Placed {
     pub(crate) thread: u32,
-    /// Its name, detail, sequence number and stage notes.
     pub(crate) record: Box<Record>,
-    /// Set once `I` is written, for the arrows of later instructions.
-    pub(crate) handle: Option<Handle>,
-    /// The producers of its [`Event::Depend`]s.
-    pub(crate) depends: Vec<Handle>,
 }
 
 /// An instruction placed and not finished.
@@ -361,7 +356,7 @@ impl<W: Write + Send + 'static> Emitter<W> {
                         name,
                         detail,
                     })?;
-                    if let Some(handle) = &live.placed.handle {
+                    if let Some(handle) = &live.placed.record.handle {
                         handle.set(Some(InsnId::from_raw(insn)));
                     }
                     live.insn = Some(insn);
@@ -377,7 +372,7 @@ impl<W: Write + Send + 'static> Emitter<W> {
                 }
                 Event::Leave { lane } => self.out.push(Op::Leave { insn, lane })?,
                 Event::Depend(n) => {
-                    let producer = live.placed.depends[n as usize].get();
+                    let producer = live.placed.record.depends[n as usize].get();
                     if let Some(producer) = producer.filter(|p| p.into_raw() < insn) {
                         self.out.push(Op::Depend {
                             insn,

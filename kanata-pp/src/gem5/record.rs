@@ -1,9 +1,11 @@
 //! One instruction as Konata's gem5 loader builds it from its record (spec §2.2, §2.5), still
-//! in raw ticks: stages, labels, register keys. Nothing here knows about cycles or output.
+//! in raw ticks: stages, labels, register keys (and, once written, the handles of its arrows).
+//! Nothing here knows about cycles.
 
 use std::fmt::Write as _;
 
 use super::exlog::{self, ExEntry};
+use super::order::Handle;
 
 /// The stages Konata draws for a gem5 record (lane 0), plus the two of `--deps` (lane 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -228,6 +230,12 @@ pub(crate) struct Record {
     destinations: Vec<(usize, usize)>,
     /// The text of the register keys, one string for all (no allocation per key).
     keys: String,
+    /// Once written (`--deps`): set to its file id when its `I` is written, for the arrows
+    /// of the instructions that read what it writes. Kept here rather than beside the
+    /// record so that the emitter moves one pointer per instruction.
+    pub(crate) handle: Option<Handle>,
+    /// Once written: the producers of its `Event::Depend`s.
+    pub(crate) depends: Vec<Handle>,
 }
 
 impl Record {
@@ -257,6 +265,8 @@ impl Record {
             sources: Vec::new(),
             destinations: Vec::new(),
             keys: String::new(),
+            handle: None,
+            depends: Vec::new(),
         };
         record.refill(seq, line, tick, address, upc, disassembly);
         record
@@ -295,6 +305,8 @@ impl Record {
         self.sources.clear();
         self.destinations.clear();
         self.keys.clear();
+        self.handle = None;
+        self.depends.clear();
         if tick != 0 {
             self.start(StageName::F, tick);
         }
