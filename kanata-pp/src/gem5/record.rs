@@ -285,7 +285,7 @@ impl Record {
         self.seq = seq;
         self.line = line;
         self.fetch_tick = tick;
-        self.labels.clear();
+        reuse(&mut self.labels);
         self.labels.push_str(address);
         self.labels.push_str(": ");
         self.labels.push_str(disassembly);
@@ -297,14 +297,14 @@ impl Record {
         self.tid = None;
         self.stages.clear();
         self.notes.clear();
-        self.note_text.clear();
+        reuse(&mut self.note_text);
         self.current = tick;
         self.fate = Fate::Open;
         self.stores.set(&[]);
         self.complete = None;
         self.sources.clear();
         self.destinations.clear();
-        self.keys.clear();
+        reuse(&mut self.keys);
         self.handle = None;
         self.depends.clear();
         if tick != 0 {
@@ -544,6 +544,20 @@ fn contains(hay: &str, needle: &str) -> bool {
     };
     memchr::memchr_iter(first, &hay[..=last_start])
         .any(|at| &hay[at + 1..at + needle.len()] == rest)
+}
+
+/// A reused record's text buffers keep their capacity up to this; a larger one (left by an
+/// unusual record) is dropped, so that the window's thousands of records do not each keep
+/// the most any record ever needed.
+const REUSED_TEXT: usize = 1024;
+
+/// Empties a text buffer of a record to be reused.
+fn reuse(text: &mut String) {
+    if text.capacity() > REUSED_TEXT {
+        *text = String::new();
+    } else {
+        text.clear();
+    }
 }
 
 /// `value` in decimal, as `write!` would put it, without the formatting machinery.
