@@ -69,15 +69,20 @@
 //!    order whenever fetch ticks grow with them, as they do for one gem5 CPU.) The heap
 //!    therefore holds only instructions in flight around `W`.
 //!
-//! The writer runs on a thread of its own (`replay`): the emitter sends it its calls in
-//! batches, and it encodes (and compresses) while this thread reads the next records. Records
-//! are reused once written, so reading allocates nothing per record.
+//! Three threads share the work. A reading thread (`read`) splits the input into lines and
+//! parses the record lines of the common form; this thread keeps the records, the window and
+//! the calendar; the writer runs on a thread of its own (`replay`): the emitter sends it its
+//! calls in batches, and it encodes (and compresses) while this thread orders the next
+//! records. Records are reused once written, so reading allocates nothing per record; what
+//! writing a record reads (its stages, labels and store tick) is in one allocation, because a
+//! record is written a whole window after it was read, when it is no longer cached.
 //!
-//! Memory is the window's: about 1 KB per waiting record (2 KB with `Rename` lines), some
-//! 35 MB at the default 16,384 (with the writer's batches) whatever the length of the trace.
+//! Memory is the window's: under 1 KB per waiting record (2 KB with `Rename` lines), some
+//! 30 MB at the default 16,384 (with the batches in flight) whatever the length of the trace.
 //!
 //! Other debug lines are kept per sequence number until that record consumes them, and
-//! dropped once the sequence number is written. At the end, everything left is written; a
+//! dropped once the sequence number is written; their text goes into buffers that are
+//! reused, not into an allocation per line. At the end, everything left is written; a
 //! record without a `retire` line is reported and left open, not invented (G4).
 
 mod exlog;

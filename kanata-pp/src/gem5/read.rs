@@ -206,49 +206,49 @@ pub(super) fn run(
 ) -> Result<u64, Error> {
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
-    std::thread::scope(|scope| {
-        std::thread::Builder::new()
-            .name("kanata-pp gem5 reader".to_owned())
-            .spawn_scoped(scope, move || read_batches(input, full_tx, empty_rx))
-            .map_err(|err| {
-                Error::new(
-                    ErrorKind::Io,
-                    format!("cannot start the reading thread: {err}"),
-                )
-            })?;
-        // Dropping the receiver on an early return stops the reader at its next batch.
-        loop {
-            let Ok(mut batch) = full_rx.recv() else {
-                return Err(Error::new(ErrorKind::Io, "the reading thread stopped"));
-            };
-            let (bytes, text) = match &batch.text {
-                Text::Utf8(text) => (text.as_bytes(), Some(text.as_str())),
-                Text::Bytes(bytes) => (bytes.as_slice(), None),
-            };
-            for (number, item) in (batch.first..).zip(&batch.items) {
-                line(
-                    Line {
-                        number,
-                        raw: &bytes[item.text.start..item.text.end],
-                        text,
-                        parsed: item.parsed,
-                    },
-                    diag,
-                )?;
-                if let Some(error) = crate::kanata_read::strict_error(diag) {
-                    return Err(error);
-                }
-                if number % 65_536 == 0 {
-                    progress.update();
-                }
+    // Not a scoped thread: on an early return this one must not wait for the reader, which
+    // may be blocked on a full channel or on its input. Dropping the receiver makes its next
+    // send fail and it stops; the process does not wait for it.
+    std::thread::Builder::new()
+        .name("kanata-pp gem5 reader".to_owned())
+        .spawn(move || read_batches(input, full_tx, empty_rx))
+        .map_err(|err| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot start the reading thread: {err}"),
+            )
+        })?;
+    loop {
+        let Ok(mut batch) = full_rx.recv() else {
+            return Err(Error::new(ErrorKind::Io, "the reading thread stopped"));
+        };
+        let (bytes, text) = match &batch.text {
+            Text::Utf8(text) => (text.as_bytes(), Some(text.as_str())),
+            Text::Bytes(bytes) => (bytes.as_slice(), None),
+        };
+        for (number, item) in (batch.first..).zip(&batch.items) {
+            line(
+                Line {
+                    number,
+                    raw: &bytes[item.text.start..item.text.end],
+                    text,
+                    parsed: item.parsed,
+                },
+                diag,
+            )?;
+            if let Some(error) = crate::kanata_read::strict_error(diag) {
+                return Err(error);
             }
-            if let Some(end) = batch.end.take() {
-                return end;
+            if number % 65_536 == 0 {
+                progress.update();
             }
-            // The reader may have stopped already; then the batch is simply freed.
-            let _ = empty_tx.send(batch);
         }
-    })
+        if let Some(end) = batch.end.take() {
+            return end;
+        }
+        // The reader may have stopped already; then the batch is simply freed.
+        let _ = empty_tx.send(batch);
+    }
 }
 
 /// The reading thread: blocks of input in, batches of lines out, until the input ends, an
@@ -485,6 +485,27 @@ mod tests {
             64,
         );
         assert!(lines.iter().all(|(_, _, parsed)| *parsed == Parsed::Other));
+    }
+
+    #[test]
+    fn an_error_of_the_converter_returns_at_once_with_the_reader_blocked() {
+        // Many batches' worth of input: the reader fills the channel and waits on it.
+        let input = b"O3PipeView:issue:5\n".repeat(1 << 20);
+        let mut diag = Diagnostics::new(5, false);
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let result = run(
+                Box::new(io::Cursor::new(input)),
+                &mut diag,
+                &Progress::new(false, None, "test", None),
+                |line, _| Err(Error::at_line(line.number, "bad line")),
+            );
+            let _ = done_tx.send(result.is_err());
+        });
+        let failed = done_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("run returns instead of waiting for the reader");
+        assert!(failed);
     }
 
     #[test]
