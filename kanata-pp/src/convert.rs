@@ -435,11 +435,10 @@ fn run<W: Write + Send + 'static>(
             let sharing = Sharing::for_output(compression != Compression::None);
             return crate::kanata_read::run(reader, normalizer, prefix, diag, progress, sharing);
         }
-        Format::Gem5 => Box::new(crate::gem5::Gem5Converter::new(
-            builder,
-            output,
-            options.gem5.clone(),
-        )?),
+        Format::Gem5 => {
+            let options = options.gem5.clone();
+            return crate::gem5::run(reader, builder, output, options, diag, progress);
+        }
         Format::Rsd => Box::new(crate::rsd::RsdConverter::new(
             builder,
             output,

@@ -69,19 +69,25 @@
 //!    order whenever fetch ticks grow with them, as they do for one gem5 CPU.) The heap
 //!    therefore holds only instructions in flight around `W`.
 //!
-//! The writer runs on a thread of its own (`replay`): the emitter sends it its calls in
-//! batches, and it encodes (and compresses) while this thread reads the next records. Records
-//! are reused once written, so reading allocates nothing per record.
+//! Three threads share the work. A reading thread (`read`) splits the input into lines and
+//! parses the record lines of the common form; this thread keeps the records, the window and
+//! the calendar; the writer runs on a thread of its own (`replay`): the emitter sends it its
+//! calls in batches, and it encodes (and compresses) while this thread orders the next
+//! records. Records are reused once written, so reading allocates nothing per record; what
+//! writing a record reads (its stages, labels and store tick) is in one allocation, because a
+//! record is written a whole window after it was read, when it is no longer cached.
 //!
-//! Memory is the window's: about 1 KB per waiting record (2 KB with `Rename` lines), some
-//! 35 MB at the default 16,384 (with the writer's batches) whatever the length of the trace.
+//! Memory is the window's: under 1 KB per waiting record (2 KB with `Rename` lines), some
+//! 30 MB at the default 16,384 (with the batches in flight) whatever the length of the trace.
 //!
 //! Other debug lines are kept per sequence number until that record consumes them, and
-//! dropped once the sequence number is written. At the end, everything left is written; a
+//! dropped once the sequence number is written; their text goes into buffers that are
+//! reused, not into an allocation per line. At the end, everything left is written; a
 //! record without a `retire` line is reported and left open, not invented (G4).
 
 mod exlog;
 mod order;
+mod read;
 mod record;
 mod replay;
 mod window;
@@ -89,18 +95,21 @@ mod window;
 use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
-use std::io::Write;
+use std::hash::{BuildHasherDefault, Hasher};
+use std::io::{Read, Write};
 use std::rc::Rc;
 
 use kanata_writer::{Finished, WriterBuilder};
 
 use self::exlog::ExLogs;
 use self::order::{Clock, Emitter, Event, Handle, Placed};
+use self::read::{FastLine, Parsed};
 use self::record::{Fate, Record, StageName};
 use self::window::{Key, Window};
 use crate::convert::Converter;
 use crate::diag::{Diagnostics, Rule};
 use crate::error::{Error, ErrorKind};
+use crate::progress::Progress;
 
 /// How a gem5 trace is read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -245,6 +254,29 @@ struct Producer {
     complete: Option<i64>,
 }
 
+/// FNV-1a for register keys: a few bytes each, looked up for every operand, where the
+/// default hasher's resistance to chosen collisions only costs time.
+#[derive(Clone, Copy, Debug)]
+struct KeyHasher(u64);
+
+impl Default for KeyHasher {
+    fn default() -> KeyHasher {
+        KeyHasher(0xcbf2_9ce4_8422_2325)
+    }
+}
+
+impl Hasher for KeyHasher {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            self.0 = (self.0 ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+}
+
 /// The most memory each buffer needed, for the bounded-memory tests.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct HighWater {
@@ -274,7 +306,7 @@ pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
     /// The highest sequence number written, and the fetch tick of the last one written.
     written: Option<(u64, u64)>,
     retire_ids: Option<RetireIds>,
-    producers: HashMap<String, Producer>,
+    producers: HashMap<String, Producer, BuildHasherDefault<KeyHasher>>,
     high_water: HighWater,
     marker: memchr::memmem::Finder<'static>,
     /// The events of the instruction being written (kept for its buffer).
@@ -305,7 +337,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             clock: None,
             written: None,
             retire_ids: None,
-            producers: HashMap::new(),
+            producers: HashMap::default(),
             high_water: HighWater::default(),
             marker: memchr::memmem::Finder::new(MARKER),
             events: Vec::new(),
@@ -322,14 +354,10 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     }
 
     fn read_line(&mut self, raw: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
-        let raw = if lineno == 1 {
-            raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw)
-        } else {
-            raw
-        };
+        let raw = without_bom(raw, lineno);
         // Nearly every line of a gem5 trace is a well-formed record line; it is read straight
-        // from the bytes. Anything unusual takes the general path below, which decides the
-        // same way for the lines the fast one accepts.
+        // from the bytes. Anything unusual takes the general path, which decides the same
+        // way for the lines the fast one accepts.
         if self.mode == Mode::Records {
             if let Some(body) = raw.strip_prefix(MARKER) {
                 if self.fast_record_line(body, lineno, diag)? {
@@ -337,6 +365,66 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                 }
             }
         }
+        self.general_line(raw, lineno, diag)
+    }
+
+    /// A line the reading thread has split and, if it is a record line in the common form,
+    /// parsed: the same as [`read_line`](Self::read_line) on its text.
+    fn parsed_line(&mut self, line: read::Line<'_>, diag: &mut Diagnostics) -> Result<(), Error> {
+        let lineno = line.number;
+        if self.mode == Mode::Records {
+            let done = match (line.parsed, line.text) {
+                (
+                    Parsed::Fetch {
+                        tick,
+                        seq,
+                        address,
+                        upc,
+                        disassembly,
+                    },
+                    Some(text),
+                ) => {
+                    let field = |range: read::Range| text.get(range.start..range.end);
+                    match (field(address), field(upc), field(disassembly)) {
+                        (Some(address), Some(upc), Some(disassembly)) => {
+                            let fetch = FetchLine {
+                                tick,
+                                address,
+                                upc,
+                                seq,
+                                disassembly,
+                            };
+                            self.start_record(&fetch, lineno, diag)?;
+                            true
+                        }
+                        _ => false,
+                    }
+                }
+                (
+                    Parsed::Stage {
+                        command,
+                        name,
+                        tick,
+                    },
+                    _,
+                ) => self.fast_stage(command, name, tick),
+                (Parsed::Retire { tick, store }, _) => self.fast_retire(tick, store, diag)?,
+                _ => false,
+            };
+            if done {
+                return self.after_line(lineno, diag);
+            }
+        }
+        self.general_line(without_bom(line.raw, lineno), lineno, diag)
+    }
+
+    /// Any line, read from its text (after a byte order mark on line 1).
+    fn general_line(
+        &mut self,
+        raw: &[u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
         let text = match std::str::from_utf8(raw) {
             Ok(text) => Cow::Borrowed(text),
             Err(_) => String::from_utf8_lossy(raw),
@@ -455,64 +543,77 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         Ok(())
     }
 
-    /// A record line (after the marker) in the common form: a known command, plain decimal
-    /// ticks, no spaces to trim, UTF-8 text. Returns `false`, having done nothing, for any
-    /// other line: the general path reads (and reports) it.
+    /// A record line (after the marker) in the common form (`FastLine`), UTF-8 text.
+    /// Returns `false`, having done nothing, for any other line: the general path reads (and
+    /// reports) it.
     fn fast_record_line(
         &mut self,
         body: &[u8],
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<bool, Error> {
-        let Some(colon) = memchr::memchr(b':', body) else {
-            return Ok(false);
-        };
-        let (command, rest) = (&body[..colon], &body[colon + 1..]);
-        if command == b"fetch" {
-            let Some(fetch) = FetchLine::parse_fast(rest) else {
-                return Ok(false);
-            };
-            self.start_record(&fetch, lineno, diag)?;
-            return Ok(true);
+        match FastLine::parse(body) {
+            None => Ok(false),
+            Some(FastLine::Fetch {
+                tick,
+                address,
+                upc,
+                seq,
+                disassembly,
+            }) => {
+                let text = |bytes| std::str::from_utf8(bytes).ok();
+                let (Some(address), Some(upc), Some(disassembly)) =
+                    (text(address), text(upc), text(disassembly))
+                else {
+                    return Ok(false);
+                };
+                let fetch = FetchLine {
+                    tick,
+                    address,
+                    upc,
+                    seq,
+                    disassembly,
+                };
+                self.start_record(&fetch, lineno, diag)?;
+                Ok(true)
+            }
+            Some(FastLine::Stage {
+                command,
+                name,
+                tick,
+            }) => Ok(self.fast_stage(command, name, tick)),
+            Some(FastLine::Retire { tick, store }) => self.fast_retire(tick, store, diag),
         }
+    }
+
+    /// A stage line of the common form; `false` (nothing done) without a record open.
+    fn fast_stage(&mut self, command: &'static str, name: StageName, tick: u64) -> bool {
         let Some(current) = self.current.as_mut() else {
-            return Ok(false);
-        };
-        let (tick, after) = match memchr::memchr(b':', rest) {
-            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
-            None => (rest, None),
-        };
-        let Some(tick) = plain_number(tick) else {
-            return Ok(false);
-        };
-        if command == b"retire" {
-            let store;
-            let stores: &[u64] = match after {
-                None => &[],
-                Some(field) => match field.strip_prefix(b"store:").and_then(plain_number) {
-                    Some(tick) => {
-                        store = [tick];
-                        &store
-                    }
-                    None => return Ok(false),
-                },
-            };
-            let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
-            self.ex.consumed(consumed);
-            let record = self.current.take().expect("matched above");
-            self.finished(Waiting::Record(record), diag)?;
-            return Ok(true);
-        }
-        let (command, name) = match command {
-            b"decode" => ("decode", StageName::Dc),
-            b"rename" => ("rename", StageName::Rn),
-            b"dispatch" => ("dispatch", StageName::Ds),
-            b"issue" => ("issue", StageName::Is),
-            b"complete" => ("complete", StageName::Cm),
-            _ => return Ok(false),
+            return false;
         };
         let consumed = current.stage(command, name, tick, self.ex.get_mut(current.seq));
         self.ex.consumed(consumed);
+        true
+    }
+
+    /// A retire line of the common form; `false` (nothing done) without a record open.
+    fn fast_retire(
+        &mut self,
+        tick: u64,
+        store: Option<u64>,
+        diag: &mut Diagnostics,
+    ) -> Result<bool, Error> {
+        let Some(current) = self.current.as_mut() else {
+            return Ok(false);
+        };
+        let stores: &[u64] = match &store {
+            Some(store) => std::slice::from_ref(store),
+            None => &[],
+        };
+        let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
+        self.ex.consumed(consumed);
+        let record = self.current.take().expect("matched above");
+        self.finished(Waiting::Record(record), diag)?;
         Ok(true)
     }
 
@@ -676,7 +777,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
 
     fn store_completion(&mut self, seq: u64, tick: u64, lineno: u64, diag: &mut Diagnostics) {
         match self.last_key(seq).and_then(|key| self.waiting.get_mut(key)) {
-            Some(Waiting::Record(record)) => record.stores = vec![tick],
+            Some(Waiting::Record(record)) => record.stores.set(&[tick]),
             Some(Waiting::Boom(insn)) => insn.store = Some(tick),
             None => self.orphan(seq, "store-comp", lineno, diag),
         }
@@ -816,10 +917,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     /// `--ticks-per-cycle`: the clock is known from the first fetch.
     fn fix_clock(&mut self, fetch_tick: u64) {
         if let (None, Some(ticks_per_cycle)) = (self.clock, self.options.ticks_per_cycle) {
-            self.clock = Some(Clock {
-                ticks_per_cycle,
-                phase: fetch_tick % ticks_per_cycle,
-            });
+            self.clock = Some(Clock::new(ticks_per_cycle, fetch_tick % ticks_per_cycle));
         }
     }
 
@@ -870,10 +968,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                  (--ticks-per-cycle)"
                     .to_owned()
             });
-            self.clock = Some(Clock {
-                ticks_per_cycle: 1,
-                phase: 0,
-            });
+            self.clock = Some(Clock::new(1, 0));
         }
     }
 
@@ -887,8 +982,8 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         let seq = record.seq;
         let written = self.written.map_or(seq, |(w, _)| w.max(seq));
         self.written = Some((written, record.fetch_tick));
-        let ex = self.ex.take_through(seq);
-        let thread = record.tid.or(ex.as_ref().and_then(|e| e.tid)).unwrap_or(0);
+        let ex_tid = self.ex.take_through(seq);
+        let thread = record.tid.or(ex_tid).unwrap_or(0);
 
         let mut inexact = None;
         let mut cycle = |tick: u64| {
@@ -917,7 +1012,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         events.push((fetched, Event::Begin));
         let mut last_stage: Option<(i64, i64)> = None;
         let mut retire_tick = None;
-        for (index, stage) in record.stages.iter().enumerate() {
+        for (index, stage) in record.stages.as_slice().iter().enumerate() {
             if stage.name == StageName::Rt {
                 retire_tick = Some(stage.start);
                 continue;
@@ -925,10 +1020,11 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             let start = cycle(stage.start);
             let end = stage.end.map_or(start, &mut cycle);
             last_stage = Some((start, end));
-            let notes = if stage.notes.is_empty() {
-                Event::NO_NOTES
+            let index = u32::try_from(index).unwrap_or(Event::NO_NOTES);
+            let notes = if record.has_notes(index) {
+                index
             } else {
-                u32::try_from(index).unwrap_or(Event::NO_NOTES)
+                Event::NO_NOTES
             };
             events.push((
                 start,
@@ -941,7 +1037,8 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
 
         let mut handle = None;
-        let mut depends = Vec::new();
+        let mut depends = std::mem::take(&mut record.depends);
+        depends.clear();
         if self.options.deps {
             let complete = record.complete.map(&mut cycle);
             if let Some(c) = complete {
@@ -953,7 +1050,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                         notes: Event::NO_NOTES,
                     },
                 ));
-                for source in &record.sources {
+                for source in record.sources() {
                     if let Some(producer) = self.producers.get(source) {
                         if producer.complete.is_none_or(|p| p < c) {
                             events.push((c, Event::Depend(depends.len() as u32)));
@@ -971,16 +1068,22 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                 ));
                 events.push((c + 1, Event::Leave { lane: 1 }));
             }
-            if !record.destinations.is_empty() {
+            let mut destinations = record.destinations().peekable();
+            if destinations.peek().is_some() {
                 let shared: Handle = Rc::new(Cell::new(None));
-                for key in &record.destinations {
-                    self.producers.insert(
-                        key.clone(),
-                        Producer {
-                            handle: Rc::clone(&shared),
-                            complete,
-                        },
-                    );
+                for key in destinations {
+                    let producer = Producer {
+                        handle: Rc::clone(&shared),
+                        complete,
+                    };
+                    // The same few hundred registers come back again and again: a key is
+                    // copied only the first time.
+                    match self.producers.get_mut(key) {
+                        Some(known) => *known = producer,
+                        None => {
+                            self.producers.insert(key.to_owned(), producer);
+                        }
+                    }
                 }
                 handle = Some(shared);
             }
@@ -1033,15 +1136,9 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             });
         }
         record.finish_detail();
-        self.emitter.place(
-            Placed {
-                thread,
-                record,
-                handle,
-                depends,
-            },
-            &events,
-        );
+        record.handle = handle;
+        record.depends = depends;
+        self.emitter.place(Placed { thread, record }, &events);
         self.events = events;
     }
 
@@ -1074,6 +1171,37 @@ impl<W: Write + Send + 'static> Converter<W> for Gem5Converter<W> {
     }
 }
 
+/// Converts the gem5 trace read from `input`: lines are split and parsed on a thread of
+/// their own (`read`), the records ordered here, the output written on a third (`replay`).
+/// Returns the finished output and the number of input lines.
+pub(crate) fn run<W: Write + Send + 'static>(
+    input: Box<dyn Read + Send>,
+    builder: WriterBuilder,
+    output: W,
+    options: Gem5Options,
+    diag: &mut Diagnostics,
+    progress: &Progress,
+) -> Result<(Finished<W>, u64), Error> {
+    let mut converter = Gem5Converter::new(builder, output, options)?;
+    let lines = read::run(input, diag, progress, |line, diag| {
+        converter.parsed_line(line, diag)
+    })?;
+    let finished = converter.end(diag)?;
+    if let Some(error) = crate::kanata_read::strict_error(diag) {
+        return Err(error);
+    }
+    Ok((finished, lines))
+}
+
+/// A line without the byte order mark that may start line 1.
+fn without_bom(raw: &[u8], lineno: u64) -> &[u8] {
+    if lineno == 1 {
+        raw.strip_prefix(b"\xef\xbb\xbf").unwrap_or(raw)
+    } else {
+        raw
+    }
+}
+
 /// The fields of a `fetch` line (after `O3PipeView:`).
 struct FetchLine<'a> {
     tick: u64,
@@ -1084,32 +1212,6 @@ struct FetchLine<'a> {
 }
 
 impl<'a> FetchLine<'a> {
-    /// The fields after `fetch:` when they need no trimming and the text is UTF-8 (else
-    /// `None`, and [`FetchLine::parse`] decides).
-    fn parse_fast(rest: &'a [u8]) -> Option<FetchLine<'a>> {
-        let mut rest = rest;
-        let mut field = || {
-            let at = memchr::memchr(b':', rest)?;
-            let field = &rest[..at];
-            rest = &rest[at + 1..];
-            Some(field)
-        };
-        let tick = plain_number(field()?)?;
-        let address = untrimmed_ascii(field()?)?;
-        let upc = untrimmed_ascii(field()?)?;
-        let (seq, disassembly) = match memchr::memchr(b':', rest) {
-            Some(at) => (&rest[..at], std::str::from_utf8(&rest[at + 1..]).ok()?),
-            None => (rest, ""),
-        };
-        Some(FetchLine {
-            tick,
-            address,
-            upc,
-            seq: plain_number(seq)?,
-            disassembly,
-        })
-    }
-
     /// `fetch:<tick>:<pc>:<upc>:<seq>:<disassembly, colons included>`.
     fn parse(body: &'a str) -> Option<FetchLine<'a>> {
         let mut parts = body.splitn(6, ':');
@@ -1194,10 +1296,7 @@ fn clock_of(ticks: &BTreeSet<u64>) -> Option<Clock> {
         .zip(ticks.iter().skip(1))
         .map(|(a, b)| b - a)
         .min()?;
-    Some(Clock {
-        ticks_per_cycle,
-        phase: first % ticks_per_cycle,
-    })
+    Some(Clock::new(ticks_per_cycle, first % ticks_per_cycle))
 }
 
 fn report_truncated(diag: &mut Diagnostics, record: &Record, when: &str) {

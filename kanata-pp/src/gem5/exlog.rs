@@ -2,27 +2,70 @@
 //! sequence number until that instruction's record consumes them.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 /// One kept line: its tick (`None` when the first field is not a plain number, which
-/// Konata reads as `NaN`) and its text.
-#[derive(Debug)]
+/// Konata reads as `NaN`) and where its text is in its entry's `text`.
+#[derive(Clone, Copy, Debug)]
 pub(super) struct ExLine {
     pub(super) tick: Option<u64>,
-    pub(super) text: Box<str>,
+    start: usize,
+    end: usize,
 }
 
-/// The lines kept for one sequence number, and the thread id one of them named.
+/// The lines kept for one sequence number, and the thread id one of them named. Their text
+/// is in one string, emptied when they are all consumed, and entries are reused: keeping a
+/// line allocates nothing once the buffers have grown.
 #[derive(Debug, Default)]
 pub(super) struct ExEntry {
     pub(super) lines: VecDeque<ExLine>,
+    text: String,
     /// `[tid:N]` of the last kept line that also named the sequence number (`sn:`).
     pub(super) tid: Option<u32>,
 }
+
+impl ExEntry {
+    /// Keeps a line.
+    pub(super) fn push(&mut self, tick: Option<u64>, text: &str) {
+        let start = self.text.len();
+        self.text.push_str(text);
+        self.lines.push_back(ExLine {
+            tick,
+            start,
+            end: self.text.len(),
+        });
+    }
+
+    /// The text of a line of this entry.
+    pub(super) fn text(&self, line: ExLine) -> &str {
+        &self.text[line.start..line.end]
+    }
+
+    /// Frees the text of the lines consumed once none is left.
+    pub(super) fn forget_consumed(&mut self) {
+        if self.lines.is_empty() {
+            self.text.clear();
+        }
+    }
+
+    fn clear(&mut self) {
+        self.lines.clear();
+        self.text.clear();
+        self.tid = None;
+    }
+}
+
+/// Entries kept for reuse, at most.
+const SPARE_ENTRIES: usize = 64;
 
 /// The ex-log lines not yet consumed, by sequence number.
 #[derive(Debug, Default)]
 pub(super) struct ExLogs {
     entries: BTreeMap<u64, ExEntry>,
+    /// Entries no longer needed, to be filled again.
+    spare: Vec<ExEntry>,
     /// The sequence number lines without `sn:` belong to (Konata's `parsingExLogLastGID_`).
     current: Option<u64>,
     /// Lines kept, for the high-water mark tests look at.
@@ -44,21 +87,22 @@ impl ExLogs {
         if written.is_some_and(|w| seq <= w) {
             return;
         }
-        let first = text.split(':').next().unwrap_or("");
+        let first = memchr::memchr(b':', text.as_bytes()).map_or(text, |at| &text[..at]);
         if !tick_prefixed(first) {
             self.current = None;
             return;
         }
-        let entry = self.entries.entry(seq).or_default();
+        let spare = &mut self.spare;
+        let entry = self
+            .entries
+            .entry(seq)
+            .or_insert_with(|| spare.pop().unwrap_or_default());
         if named.is_some() {
             if let Some(tid) = thread_id(text) {
                 entry.tid = Some(tid);
             }
         }
-        entry.lines.push_back(ExLine {
-            tick: parse_js_tick(first),
-            text: text.into(),
-        });
+        entry.push(parse_js_tick(first), text);
         self.kept += 1;
     }
 
@@ -68,20 +112,24 @@ impl ExLogs {
     }
 
     /// Removes what is kept for `seq` and every earlier sequence number (their records can
-    /// no longer be written), returning `seq`'s entry.
-    pub(super) fn take_through(&mut self, seq: u64) -> Option<ExEntry> {
-        let mut taken = None;
+    /// no longer be written), returning the thread id `seq`'s lines named.
+    pub(super) fn take_through(&mut self, seq: u64) -> Option<u32> {
+        let mut tid = None;
         while let Some(entry) = self.entries.first_entry() {
             if *entry.key() > seq {
                 break;
             }
-            let (key, entry) = entry.remove_entry();
+            let (key, mut entry) = entry.remove_entry();
             self.kept -= entry.lines.len();
             if key == seq {
-                taken = Some(entry);
+                tid = entry.tid;
+            }
+            if self.spare.len() < SPARE_ENTRIES {
+                entry.clear();
+                self.spare.push(entry);
             }
         }
-        taken
+        tid
     }
 
     /// Lines kept now.
@@ -97,9 +145,10 @@ impl ExLogs {
 
 /// `/sn:(\d+)/`: the first `sn:` followed by a digit.
 pub(super) fn serial_number(text: &str) -> Option<u64> {
+    static SN: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"sn:"));
     let bytes = text.as_bytes();
     let mut from = 0;
-    while let Some(at) = memchr::memmem::find(&bytes[from..], b"sn:") {
+    while let Some(at) = SN.find(&bytes[from..]) {
         let digits_at = from + at + 3;
         let digits = leading_digits(&bytes[digits_at..]);
         if digits > 0 {
@@ -112,9 +161,10 @@ pub(super) fn serial_number(text: &str) -> Option<u64> {
 
 /// `/\[tid:(\d+)\]/`.
 fn thread_id(text: &str) -> Option<u32> {
+    static TID: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"[tid:"));
     let bytes = text.as_bytes();
     let mut from = 0;
-    while let Some(at) = memchr::memmem::find(&bytes[from..], b"[tid:") {
+    while let Some(at) = TID.find(&bytes[from..]) {
         let digits_at = from + at + 5;
         let digits = leading_digits(&bytes[digits_at..]);
         if digits > 0 && bytes.get(digits_at + digits) == Some(&b']') {
@@ -148,15 +198,16 @@ fn parse_js_tick(field: &str) -> Option<u64> {
 }
 
 /// `/\(([^()]+)\) to physical reg (\d+) \(\d+\)/`: the register key `<class><phys>` a rename
-/// line writes.
-pub(super) fn destination_key(token: &str) -> Option<String> {
+/// line writes, as its two parts.
+pub(super) fn destination_key(token: &str) -> Option<(&str, &str)> {
     const MID: &str = ") to physical reg ";
+    static FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(MID));
     let mut from = 0;
-    while let Some(at) = token[from..].find(MID) {
+    while let Some(at) = FINDER.find(&token.as_bytes()[from..]) {
         let close = from + at;
         let after = close + MID.len();
         from = close + 1;
-        let Some(open) = token[..close].rfind(['(', ')']) else {
+        let Some(open) = memchr::memrchr2(b'(', b')', &token.as_bytes()[..close]) else {
             continue;
         };
         if token.as_bytes()[open] != b'(' || open + 1 == close {
@@ -172,17 +223,18 @@ pub(super) fn destination_key(token: &str) -> Option<String> {
         if second == 0 || rest.get(phys + 2 + second) != Some(&b')') {
             continue;
         }
-        return Some(format!("{class}{}", &token[after..after + phys]));
+        return Some((class, &token[after..after + phys]));
     }
     None
 }
 
 /// `/got phys reg (\d+) \(([^()]+)\)/`: the register key `<class><phys>` a rename line
-/// reads (class `invalid` skipped).
-pub(super) fn source_key(token: &str) -> Option<String> {
+/// reads (class `invalid` skipped), as its two parts.
+pub(super) fn source_key(token: &str) -> Option<(&str, &str)> {
     const HEAD: &str = "got phys reg ";
+    static FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(HEAD));
     let mut from = 0;
-    while let Some(at) = token[from..].find(HEAD) {
+    while let Some(at) = FINDER.find(&token.as_bytes()[from..]) {
         let digits_at = from + at + HEAD.len();
         from = from + at + 1;
         let rest = &token.as_bytes()[digits_at..];
@@ -202,7 +254,7 @@ pub(super) fn source_key(token: &str) -> Option<String> {
         if class == "invalid" {
             return None;
         }
-        return Some(format!("{class}{}", &token[digits_at..digits_at + phys]));
+        return Some((class, &token[digits_at..digits_at + phys]));
     }
     None
 }
@@ -219,15 +271,15 @@ mod tests {
         assert_eq!(thread_id("1500: a: [tid:3]: b [sn:1]"), Some(3));
         assert_eq!(
             destination_key(" Renaming arch reg 1 (IntRegClass) to physical reg 152 (152). [sn"),
-            Some("IntRegClass152".into())
+            Some(("IntRegClass", "152"))
         );
         assert_eq!(
             destination_key(" Renaming arch reg 1 (condition_code) to physical reg 7 (7)."),
-            Some("condition_code7".into())
+            Some(("condition_code", "7"))
         );
         assert_eq!(
             source_key(" Looking up IntRegClass arch reg 1, got phys reg 152 (IntRegClass) [sn"),
-            Some("IntRegClass152".into())
+            Some(("IntRegClass", "152"))
         );
         assert_eq!(source_key("got phys reg 3 (invalid)"), None);
         assert_eq!(source_key("got phys reg x (IntRegClass)"), None);
@@ -247,7 +299,7 @@ mod tests {
         // Lines of written instructions are ignored.
         logs.line("103: x [sn:4]", Some(4));
         assert!(logs.get_mut(4).is_none());
-        assert!(logs.take_through(5).is_some());
+        assert_eq!(logs.take_through(5), Some(2));
         assert_eq!(logs.kept(), 0);
     }
 }

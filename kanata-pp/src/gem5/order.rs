@@ -21,17 +21,40 @@ pub(crate) struct Clock {
     /// first tick it sees, so a clock whose edges are not multiples of the period still gives
     /// whole cycles).
     pub(crate) phase: u64,
+    /// `(2^64 - 1) / ticks_per_cycle`: a tick is divided by a multiplication and at most two
+    /// corrections, because a 64-bit division costs tens of cycles and every record has
+    /// about eight ticks.
+    reciprocal: u64,
 }
 
 impl Clock {
+    /// A clock of `ticks_per_cycle` (at least 1) whose edges are at `phase` modulo it.
+    pub(crate) fn new(ticks_per_cycle: u64, phase: u64) -> Clock {
+        let ticks_per_cycle = ticks_per_cycle.max(1);
+        Clock {
+            ticks_per_cycle,
+            phase,
+            reciprocal: u64::MAX / ticks_per_cycle,
+        }
+    }
+
+    /// `(x / ticks_per_cycle, x % ticks_per_cycle)`. The estimate `x * reciprocal / 2^64`
+    /// is at most the quotient and more than the quotient minus 2.
+    fn divide(self, x: u64) -> (u64, u64) {
+        let mut quotient = ((u128::from(x) * u128::from(self.reciprocal)) >> 64) as u64;
+        let mut rest = x - quotient * self.ticks_per_cycle;
+        while rest >= self.ticks_per_cycle {
+            quotient += 1;
+            rest -= self.ticks_per_cycle;
+        }
+        (quotient, rest)
+    }
+
     /// The cycle of `tick`, and whether it is a whole cycle.
     pub(crate) fn cycle(self, tick: u64) -> (i64, bool) {
         if let Some(shifted) = tick.checked_sub(self.phase) {
-            let cycle = shifted / self.ticks_per_cycle;
-            return (
-                i64::try_from(cycle).unwrap_or(i64::MAX),
-                shifted % self.ticks_per_cycle == 0,
-            );
+            let (cycle, rest) = self.divide(shifted);
+            return (i64::try_from(cycle).unwrap_or(i64::MAX), rest == 0);
         }
         let shifted = i128::from(tick) - i128::from(self.phase);
         let tpc = i128::from(self.ticks_per_cycle);
@@ -78,17 +101,12 @@ impl Event {
     pub(crate) const NO_NOTES: u32 = u32::MAX;
 }
 
-/// An instruction ready to be written: its `I` fields, labels and handle. Its events are
-/// given with it.
+/// An instruction ready to be written: its thread and its record (labels, notes, handle
+/// and producers). Its events are given with it.
 #[derive(Debug)]
 pub(crate) struct Placed {
     pub(crate) thread: u32,
-    /// Its name, detail, sequence number and stage notes.
     pub(crate) record: Box<Record>,
-    /// Set once `I` is written, for the arrows of later instructions.
-    pub(crate) handle: Option<Handle>,
-    /// The producers of its [`Event::Depend`]s.
-    pub(crate) depends: Vec<Handle>,
 }
 
 /// An instruction placed and not finished.
@@ -330,23 +348,23 @@ impl<W: Write + Send + 'static> Emitter<W> {
                 Event::Begin => {
                     self.begun += 1;
                     let record = &live.placed.record;
-                    let name = self.out.text(&record.name);
-                    let detail = self.out.text(&record.detail);
+                    let name = self.out.text(record.name());
+                    let detail = self.out.text(record.detail());
                     self.out.push(Op::Begin {
                         seq: record.seq,
                         thread: live.placed.thread,
                         name,
                         detail,
                     })?;
-                    if let Some(handle) = &live.placed.handle {
+                    if let Some(handle) = &live.placed.record.handle {
                         handle.set(Some(InsnId::from_raw(insn)));
                     }
                     live.insn = Some(insn);
                 }
                 Event::Enter { lane, stage, notes } => {
                     self.out.push(Op::Enter { insn, lane, stage })?;
-                    if let Some(stage) = live.placed.record.stages.get(notes as usize) {
-                        for note in &stage.notes {
+                    if notes != Event::NO_NOTES {
+                        for note in live.placed.record.notes_of(notes) {
                             let text = self.out.text(note);
                             self.out.push(Op::Note { insn, text })?;
                         }
@@ -354,7 +372,7 @@ impl<W: Write + Send + 'static> Emitter<W> {
                 }
                 Event::Leave { lane } => self.out.push(Op::Leave { insn, lane })?,
                 Event::Depend(n) => {
-                    let producer = live.placed.depends[n as usize].get();
+                    let producer = live.placed.record.depends[n as usize].get();
                     if let Some(producer) = producer.filter(|p| p.into_raw() < insn) {
                         self.out.push(Op::Depend {
                             insn,
@@ -430,17 +448,49 @@ mod tests {
 
     #[test]
     fn cycles_count_from_the_phase_and_say_when_a_tick_is_between_edges() {
-        let clock = Clock {
-            ticks_per_cycle: 500,
-            phase: 0,
-        };
+        let clock = Clock::new(500, 0);
         assert_eq!(clock.cycle(78_500), (157, true));
         assert_eq!(clock.cycle(305_001), (610, false));
-        let shifted = Clock {
-            ticks_per_cycle: 1000,
-            phase: 500,
-        };
+        let shifted = Clock::new(1000, 500);
         assert_eq!(shifted.cycle(1500), (1, true));
         assert_eq!(shifted.cycle(0), (-1, false));
+    }
+
+    #[test]
+    fn division_by_the_reciprocal_is_exact() {
+        let mut rng = 0x9e37_79b9_7f4a_7c15_u64;
+        let mut next = || {
+            rng ^= rng << 13;
+            rng ^= rng >> 7;
+            rng ^= rng << 17;
+            rng
+        };
+        let divisors = [
+            1,
+            2,
+            3,
+            7,
+            333,
+            500,
+            1000,
+            1 << 32,
+            u64::MAX / 3,
+            u64::MAX - 1,
+            u64::MAX,
+        ];
+        for &d in &divisors {
+            let clock = Clock::new(d, 0);
+            let edges = [0, 1, d - 1, d, d.wrapping_add(1), u64::MAX, u64::MAX - 1];
+            for x in edges.into_iter().chain((0..2000).map(|_| next())) {
+                assert_eq!(clock.divide(x), (x / d, x % d), "{x} / {d}");
+            }
+        }
+        for _ in 0..2000 {
+            let d = next() >> (next() % 64);
+            let clock = Clock::new(d, 0);
+            let d = d.max(1);
+            let x = next();
+            assert_eq!(clock.divide(x), (x / d, x % d), "{x} / {d}");
+        }
     }
 }

@@ -1,9 +1,11 @@
 //! One instruction as Konata's gem5 loader builds it from its record (spec §2.2, §2.5), still
-//! in raw ticks: stages, labels, register keys. Nothing here knows about cycles or output.
+//! in raw ticks: stages, labels, register keys (and, once written, the handles of its arrows).
+//! Nothing here knows about cycles.
 
 use std::fmt::Write as _;
 
 use super::exlog::{self, ExEntry};
+use super::order::Handle;
 
 /// The stages Konata draws for a gem5 record (lane 0), plus the two of `--deps` (lane 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -81,15 +83,106 @@ impl StageName {
 }
 
 /// One stage of lane 0, in ticks.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct TickStage {
     pub(crate) name: StageName,
     pub(crate) start: u64,
     /// `None` while open (Konata's `endCycle == 0`).
     pub(crate) end: Option<u64>,
-    /// The ex-log lines appended to the stage while it was the last one started, each on
-    /// its own line.
-    pub(crate) notes: Vec<Box<str>>,
+}
+
+/// Stages a record holds in place: F Dc Rn Ds Is Cm, one Mc, Rt.
+const STAGES_IN_PLACE: usize = 8;
+
+/// The stages of a record, in the order started. Up to [`STAGES_IN_PLACE`] are kept in the
+/// record itself, so that writing a record (a whole window after it was read, when it is no
+/// longer cached) reads one allocation, not a second one for its stages; a record with more
+/// (several memory completions) keeps them all on the heap.
+#[derive(Clone, Debug)]
+pub(crate) struct Stages {
+    in_place: [TickStage; STAGES_IN_PLACE],
+    len: usize,
+    /// Every stage, once there are more than fit in place.
+    spilled: Vec<TickStage>,
+}
+
+impl Stages {
+    fn new() -> Stages {
+        Stages {
+            in_place: [TickStage {
+                name: StageName::F,
+                start: 0,
+                end: None,
+            }; STAGES_IN_PLACE],
+            len: 0,
+            spilled: Vec::new(),
+        }
+    }
+
+    pub(crate) fn as_slice(&self) -> &[TickStage] {
+        if self.len <= STAGES_IN_PLACE {
+            &self.in_place[..self.len]
+        } else {
+            &self.spilled
+        }
+    }
+
+    fn as_mut_slice(&mut self) -> &mut [TickStage] {
+        if self.len <= STAGES_IN_PLACE {
+            &mut self.in_place[..self.len]
+        } else {
+            &mut self.spilled
+        }
+    }
+
+    fn push(&mut self, stage: TickStage) {
+        if self.len < STAGES_IN_PLACE {
+            self.in_place[self.len] = stage;
+        } else {
+            if self.len == STAGES_IN_PLACE {
+                self.spilled.clear();
+                self.spilled.extend_from_slice(&self.in_place);
+            }
+            self.spilled.push(stage);
+        }
+        self.len += 1;
+    }
+
+    fn clear(&mut self) {
+        if self.len > STAGES_IN_PLACE {
+            self.spilled.clear();
+        }
+        self.len = 0;
+    }
+
+    fn last_mut(&mut self) -> Option<&mut TickStage> {
+        self.as_mut_slice().last_mut()
+    }
+
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+}
+
+/// The store ticks of a record: nearly always one, kept in place.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Stores {
+    first: Option<u64>,
+    rest: Vec<u64>,
+}
+
+impl Stores {
+    pub(crate) fn set(&mut self, ticks: &[u64]) {
+        self.first = ticks.first().copied();
+        self.rest.clear();
+        if let Some(rest) = ticks.get(1..) {
+            self.rest.extend_from_slice(rest);
+        }
+    }
+
+    pub(crate) fn iter(&self) -> impl Iterator<Item = u64> + '_ {
+        self.first.into_iter().chain(self.rest.iter().copied())
+    }
 }
 
 /// How the record ended.
@@ -111,25 +204,38 @@ pub(crate) struct Record {
     /// The input line of the `fetch` record.
     pub(crate) line: u64,
     pub(crate) fetch_tick: u64,
-    /// `<pc>: <disassembly>`.
-    pub(crate) name: String,
-    /// The detail label, without the store ticks (they are appended when the instruction is
-    /// written, because BOOM traces give them after the retirement).
-    pub(crate) detail: String,
+    /// The name label `<pc>: <disassembly>` (the first `name_len` bytes), then the detail
+    /// label without the store ticks (they are appended when the instruction is written,
+    /// because BOOM traces give them after the retirement): one allocation for both.
+    labels: String,
+    name_len: usize,
     /// The thread id of an `O3PipeView:thread` line.
     pub(crate) tid: Option<u32>,
-    pub(crate) stages: Vec<TickStage>,
+    pub(crate) stages: Stages,
+    /// The ex-log lines appended to a stage (by its index in `stages`) while it was the last
+    /// one started, each on its own line, in the order they came.
+    /// The text of each is the byte range `start..end` of `note_text`.
+    notes: Vec<(u32, usize, usize)>,
+    note_text: String,
     /// Konata's "current tick": the last tick the record reached.
     pub(crate) current: u64,
     pub(crate) fate: Fate,
     /// The `:store:` ticks of the retire line (or BOOM's `store-comp`).
-    pub(crate) stores: Vec<u64>,
+    pub(crate) stores: Stores,
     /// The start of `Cm` (Konata's `consCycle` and `prodCycle`), if it has one.
     pub(crate) complete: Option<u64>,
-    /// Register keys read (from `Rename` lines).
-    pub(crate) sources: Vec<String>,
-    /// Register keys written.
-    pub(crate) destinations: Vec<String>,
+    /// Register keys read (from `Rename` lines): byte ranges of `keys`.
+    sources: Vec<(usize, usize)>,
+    /// Register keys written: byte ranges of `keys`.
+    destinations: Vec<(usize, usize)>,
+    /// The text of the register keys, one string for all (no allocation per key).
+    keys: String,
+    /// Once written (`--deps`): set to its file id when its `I` is written, for the arrows
+    /// of the instructions that read what it writes. Kept here rather than beside the
+    /// record so that the emitter moves one pointer per instruction.
+    pub(crate) handle: Option<Handle>,
+    /// Once written: the producers of its `Event::Depend`s.
+    pub(crate) depends: Vec<Handle>,
 }
 
 impl Record {
@@ -146,16 +252,21 @@ impl Record {
             seq,
             line,
             fetch_tick: tick,
-            name: String::new(),
-            detail: String::new(),
+            labels: String::new(),
+            name_len: 0,
             tid: None,
-            stages: Vec::new(),
+            stages: Stages::new(),
+            notes: Vec::new(),
+            note_text: String::new(),
             current: tick,
             fate: Fate::Open,
-            stores: Vec::new(),
+            stores: Stores::default(),
             complete: None,
             sources: Vec::new(),
             destinations: Vec::new(),
+            keys: String::new(),
+            handle: None,
+            depends: Vec::new(),
         };
         record.refill(seq, line, tick, address, upc, disassembly);
         record
@@ -174,23 +285,28 @@ impl Record {
         self.seq = seq;
         self.line = line;
         self.fetch_tick = tick;
-        self.name.clear();
-        self.name.push_str(address);
-        self.name.push_str(": ");
-        self.name.push_str(disassembly);
-        self.detail.clear();
-        self.detail.push_str("Fetched Tick: ");
-        push_decimal(&mut self.detail, tick);
-        self.detail.push_str("\nMicro PC: ");
-        self.detail.push_str(upc);
+        reuse(&mut self.labels);
+        self.labels.push_str(address);
+        self.labels.push_str(": ");
+        self.labels.push_str(disassembly);
+        self.name_len = self.labels.len();
+        self.labels.push_str("Fetched Tick: ");
+        push_decimal(&mut self.labels, tick);
+        self.labels.push_str("\nMicro PC: ");
+        self.labels.push_str(upc);
         self.tid = None;
         self.stages.clear();
+        self.notes.clear();
+        reuse(&mut self.note_text);
         self.current = tick;
         self.fate = Fate::Open;
-        self.stores.clear();
+        self.stores.set(&[]);
         self.complete = None;
         self.sources.clear();
         self.destinations.clear();
+        reuse(&mut self.keys);
+        self.handle = None;
+        self.depends.clear();
         if tick != 0 {
             self.start(StageName::F, tick);
         }
@@ -212,7 +328,7 @@ impl Record {
         let mut tick = tick;
         if tick < self.current {
             let _ = write!(
-                self.detail,
+                self.labels,
                 "\nOut-of-order {command} Tick: {tick} (normalized to {})",
                 self.current
             );
@@ -230,11 +346,10 @@ impl Record {
         let consumed = self.consume(ex, None, cutoff);
         let flushed = tick == 0;
         let at = if flushed { self.current } else { tick };
-        self.detail.push_str("\nRetired Tick: ");
-        push_decimal(&mut self.detail, tick);
-        self.stores.clear();
-        self.stores.extend_from_slice(stores);
-        for stage in &mut self.stages {
+        self.labels.push_str("\nRetired Tick: ");
+        push_decimal(&mut self.labels, tick);
+        self.stores.set(stores);
+        for stage in self.stages.as_mut_slice() {
             if stage.end.is_none() {
                 stage.end = Some(at);
             }
@@ -246,7 +361,6 @@ impl Record {
                 name: StageName::Rt,
                 start: at,
                 end: Some(at),
-                notes: Vec::new(),
             });
             self.fate = Fate::Retired { tick: at };
         }
@@ -256,11 +370,56 @@ impl Record {
     /// Ends the detail label as Konata ends it: the store ticks after the retired tick.
     pub(crate) fn finish_detail(&mut self) {
         if self.fate != Fate::Open {
-            for &store in &self.stores {
-                self.detail.push_str("\nStore Tick: ");
-                push_decimal(&mut self.detail, store);
+            for store in self.stores.iter() {
+                self.labels.push_str("\nStore Tick: ");
+                push_decimal(&mut self.labels, store);
             }
         }
+    }
+
+    /// The name label, `<pc>: <disassembly>`.
+    pub(crate) fn name(&self) -> &str {
+        &self.labels[..self.name_len]
+    }
+
+    /// The detail label.
+    pub(crate) fn detail(&self) -> &str {
+        &self.labels[self.name_len..]
+    }
+
+    /// The notes of stage `index`.
+    pub(crate) fn notes_of(&self, index: u32) -> impl Iterator<Item = &str> + '_ {
+        self.notes
+            .iter()
+            .filter(move |&&(stage, _, _)| stage == index)
+            .map(|&(_, start, end)| &self.note_text[start..end])
+    }
+
+    /// Whether stage `index` has notes.
+    pub(crate) fn has_notes(&self, index: u32) -> bool {
+        self.notes.iter().any(|&(stage, _, _)| stage == index)
+    }
+
+    /// The register keys read.
+    pub(crate) fn sources(&self) -> impl Iterator<Item = &str> + '_ {
+        self.sources
+            .iter()
+            .map(|&(start, end)| &self.keys[start..end])
+    }
+
+    /// The register keys written.
+    pub(crate) fn destinations(&self) -> impl Iterator<Item = &str> + '_ {
+        self.destinations
+            .iter()
+            .map(|&(start, end)| &self.keys[start..end])
+    }
+
+    /// Keeps the key `<class><phys>`, returning its range in `keys`.
+    fn key(&mut self, (class, phys): (&str, &str)) -> (usize, usize) {
+        let start = self.keys.len();
+        self.keys.push_str(class);
+        self.keys.push_str(phys);
+        (start, self.keys.len())
     }
 
     /// Every tick Konata's clock detection looks at: fetch, retire, stage starts and ends
@@ -272,7 +431,7 @@ impl Record {
             Fate::Open => None,
         };
         out.extend(retired);
-        for stage in &self.stages {
+        for stage in self.stages.as_slice() {
             out.extend([stage.start]);
             out.extend(stage.end);
         }
@@ -283,7 +442,6 @@ impl Record {
             name,
             start: tick,
             end: None,
-            notes: Vec::new(),
         });
         if name == StageName::Cm {
             self.complete = Some(tick);
@@ -316,49 +474,89 @@ impl Record {
                 break;
             };
             consumed += 1;
-            self.apply(&line.text, line.tick, mc_cutoff);
+            self.apply(ex.text(line), line.tick, mc_cutoff);
         }
+        ex.forget_consumed();
         consumed
     }
 
     /// What one consumed ex-log line adds (§2.5).
     fn apply(&mut self, text: &str, tick: Option<u64>, mc_cutoff: u64) {
-        let args: Vec<&str> = text.split(':').collect();
-        let arg = |i: usize| args.get(i).copied().unwrap_or("");
-        if arg(1) == " user" {
-            let _ = write!(self.detail, "\n {text}");
-        } else if arg(1) == " global" && arg(2) == " RegFile" {
-            let _ = write!(self.detail, "\n {}", arg(3));
-        } else if arg(1).contains(".memDep") && arg(2).contains(" Completed mem") {
-            let _ = write!(self.detail, "\n Memory Complete: {text}");
+        // Konata splits the line on `:`; fields are taken from the text as needed, no list
+        // of them is built (this runs for every debug line).
+        let mut fields = text.split(':');
+        let (arg1, arg2) = (fields.nth(1).unwrap_or(""), fields.next().unwrap_or(""));
+        if arg1 == " user" {
+            let _ = write!(self.labels, "\n {text}");
+        } else if arg1 == " global" && arg2 == " RegFile" {
+            let _ = write!(self.labels, "\n {}", fields.next().unwrap_or(""));
+        } else if contains(arg1, ".memDep") && contains(arg2, " Completed mem") {
+            let _ = write!(self.labels, "\n Memory Complete: {text}");
             if let Some(tick) = tick {
                 if self.current <= tick && tick < mc_cutoff {
                     self.close_last(tick);
                     self.start(StageName::Mc, tick);
                 }
             }
-        } else if arg(1).contains(".rename") {
-            for token in args.iter().skip(2) {
-                if !token.contains(" Renaming") && !token.contains("Looking") {
+        } else if contains(arg1, ".rename") {
+            for token in text.split(':').skip(2) {
+                if !contains(token, " Renaming") && !contains(token, "Looking") {
                     continue;
                 }
-                let _ = write!(self.detail, "\n {token}");
+                self.labels.push_str("\n ");
+                self.labels.push_str(token);
                 if let Some(key) = exlog::destination_key(token) {
+                    let key = self.key(key);
                     self.destinations.push(key);
                 }
                 if let Some(key) = exlog::source_key(token) {
+                    let key = self.key(key);
                     self.sources.push(key);
                 }
             }
-        } else if arg(1).contains(".iew.lsq.thread")
-            && (arg(2).contains(" Read called") || arg(2).contains("Doing write"))
+        } else if contains(arg1, ".iew.lsq.thread")
+            && (contains(arg2, " Read called") || contains(arg2, "Doing write"))
         {
-            let end = args.len().min(7);
-            let _ = write!(self.detail, "\n {}", args[2.min(end)..end].join(":"));
+            // Fields 2 to 6, colons included: from after the second colon to the seventh.
+            let mut colons = memchr::memchr_iter(b':', text.as_bytes());
+            let start = colons.nth(1).map_or(text.len(), |at| at + 1);
+            let end = colons.nth(4).unwrap_or(text.len());
+            self.labels.push_str("\n ");
+            self.labels.push_str(&text[start..end]);
         }
-        if let Some(stage) = self.stages.last_mut() {
-            stage.notes.push(text.into());
+        if let Some(last) = self.stages.len().checked_sub(1) {
+            let start = self.note_text.len();
+            self.note_text.push_str(text);
+            self.notes.push((last as u32, start, self.note_text.len()));
         }
+    }
+}
+
+/// `needle` in `hay`: the fields searched are short, so a plain scan beats building a
+/// searcher for each.
+fn contains(hay: &str, needle: &str) -> bool {
+    let (hay, needle) = (hay.as_bytes(), needle.as_bytes());
+    let Some((&first, rest)) = needle.split_first() else {
+        return true;
+    };
+    let Some(last_start) = hay.len().checked_sub(needle.len()) else {
+        return false;
+    };
+    memchr::memchr_iter(first, &hay[..=last_start])
+        .any(|at| &hay[at + 1..at + needle.len()] == rest)
+}
+
+/// A reused record's text buffers keep their capacity up to this; a larger one (left by an
+/// unusual record) is dropped, so that the window's thousands of records do not each keep
+/// the most any record ever needed.
+const REUSED_TEXT: usize = 1024;
+
+/// Empties a text buffer of a record to be reused.
+fn reuse(text: &mut String) {
+    if text.capacity() > REUSED_TEXT {
+        *text = String::new();
+    } else {
+        text.clear();
     }
 }
 
@@ -375,19 +573,18 @@ pub(crate) fn push_decimal(text: &mut String, value: u64) {
             break;
         }
     }
-    for &d in &digits[at..] {
-        text.push(char::from(d));
-    }
+    // One copy of the digits, not a character at a time (this runs three times a record).
+    text.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::gem5::exlog::ExLine;
 
     fn boxes(record: &Record) -> Vec<(&'static str, u64, Option<u64>)> {
         record
             .stages
+            .as_slice()
             .iter()
             .map(|s| (s.name.as_str(), s.start, s.end))
             .collect()
@@ -412,7 +609,7 @@ mod tests {
         assert_eq!(r.complete, Some(3000));
         r.finish_detail();
         assert_eq!(
-            r.detail,
+            r.detail(),
             "Fetched Tick: 1000\nMicro PC: 0\nRetired Tick: 4000\nStore Tick: 0"
         );
     }
@@ -420,10 +617,10 @@ mod tests {
     #[test]
     fn a_memory_completion_between_stages_starts_mc() {
         let mut ex = ExEntry::default();
-        ex.lines.push_back(ExLine {
-            tick: Some(6000),
-            text: "6000: system.cpu.memDep0: Completed mem instruction [sn:10].".into(),
-        });
+        ex.push(
+            Some(6000),
+            "6000: system.cpu.memDep0: Completed mem instruction [sn:10].",
+        );
         let mut r = Record::fetch(10, 1, 1000, "0x10", "0", " load");
         r.stage("complete", StageName::Cm, 5000, Some(&mut ex));
         r.retire(7000, &[], Some(&mut ex));
@@ -436,6 +633,6 @@ mod tests {
                 ("Rt", 7000, Some(7000))
             ]
         );
-        assert_eq!(r.stages[2].notes.len(), 1);
+        assert_eq!(r.notes_of(2).count(), 1);
     }
 }

@@ -1,0 +1,541 @@
+//! Reading a gem5 trace on a thread of its own. Splitting the input into lines and reading
+//! the fields of well-formed record lines needs nothing but the line, so it runs ahead of the
+//! converter, which keeps the records, the window and the output: with the writer's thread,
+//! the three halves of the work run on two cores instead of the converter doing two of them.
+//!
+//! Lines cross in batches: a block of the input (whole lines only, read straight into it)
+//! and, per line, its bounds and what the fast parse made of it. Batches come back empty to
+//! be filled again. The converter decides what a line means exactly as when it reads the
+//! line itself (`FastLine` is the same parse), so the result, reports and errors included, is
+//! the one of reading line after line on one thread.
+
+use std::io::{self, Read};
+use std::sync::mpsc;
+
+use super::record::StageName;
+use super::{plain_number, untrimmed_ascii, MARKER};
+use crate::diag::Diagnostics;
+use crate::error::{Error, ErrorKind};
+use crate::progress::Progress;
+
+/// Batches in flight: enough that neither thread waits on the other batch by batch, few
+/// enough to bound the memory a fast reader can take.
+const BATCHES_IN_FLIGHT: usize = 4;
+/// Bytes read into a batch before it is cut at its last line end.
+const BLOCK: usize = 1 << 18;
+
+/// A well-formed record line in the common form (after `O3PipeView:`): a known command,
+/// plain decimal ticks, no spaces to trim, ASCII address and micro-PC. Anything else is read
+/// by the converter's general path, which decides the same way for these lines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum FastLine<'a> {
+    Fetch {
+        tick: u64,
+        address: &'a [u8],
+        upc: &'a [u8],
+        seq: u64,
+        /// Not checked for UTF-8 here.
+        disassembly: &'a [u8],
+    },
+    Stage {
+        command: &'static str,
+        name: StageName,
+        tick: u64,
+    },
+    Retire {
+        tick: u64,
+        store: Option<u64>,
+    },
+}
+
+impl<'a> FastLine<'a> {
+    /// The line after the marker, if it has the common form.
+    pub(super) fn parse(body: &'a [u8]) -> Option<FastLine<'a>> {
+        let colon = memchr::memchr(b':', body)?;
+        let (command, rest) = (&body[..colon], &body[colon + 1..]);
+        if command == b"fetch" {
+            let mut rest = rest;
+            let mut field = || {
+                let at = memchr::memchr(b':', rest)?;
+                let field = &rest[..at];
+                rest = &rest[at + 1..];
+                Some(field)
+            };
+            let tick = plain_number(field()?)?;
+            let address = field()?;
+            let upc = field()?;
+            untrimmed_ascii(address)?;
+            untrimmed_ascii(upc)?;
+            let (seq, disassembly) = match memchr::memchr(b':', rest) {
+                Some(at) => (&rest[..at], &rest[at + 1..]),
+                None => (rest, &rest[rest.len()..]),
+            };
+            return Some(FastLine::Fetch {
+                tick,
+                address,
+                upc,
+                seq: plain_number(seq)?,
+                disassembly,
+            });
+        }
+        let (tick, after) = match memchr::memchr(b':', rest) {
+            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
+            None => (rest, None),
+        };
+        let tick = plain_number(tick)?;
+        if command == b"retire" {
+            let store = match after {
+                None => None,
+                Some(field) => Some(field.strip_prefix(b"store:").and_then(plain_number)?),
+            };
+            return Some(FastLine::Retire { tick, store });
+        }
+        let (command, name) = match command {
+            b"decode" => ("decode", StageName::Dc),
+            b"rename" => ("rename", StageName::Rn),
+            b"dispatch" => ("dispatch", StageName::Ds),
+            b"issue" => ("issue", StageName::Is),
+            b"complete" => ("complete", StageName::Cm),
+            _ => return None,
+        };
+        Some(FastLine::Stage {
+            command,
+            name,
+            tick,
+        })
+    }
+}
+
+/// A byte range of a batch's text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Range {
+    pub(super) start: usize,
+    pub(super) end: usize,
+}
+
+/// What the reading thread made of a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Parsed {
+    /// Not a record line in the common form, or in a block that is not UTF-8: the converter
+    /// reads it whole.
+    Other,
+    /// A [`FastLine::Fetch`]; its text fields are ranges of the batch's text.
+    Fetch {
+        tick: u64,
+        seq: u64,
+        address: Range,
+        upc: Range,
+        disassembly: Range,
+    },
+    Stage {
+        command: &'static str,
+        name: StageName,
+        tick: u64,
+    },
+    Retire {
+        tick: u64,
+        store: Option<u64>,
+    },
+}
+
+/// One line of a batch.
+#[derive(Clone, Copy, Debug)]
+struct Item {
+    /// The line, without its line end (LF, or CR LF).
+    text: Range,
+    parsed: Parsed,
+}
+
+/// The text of a batch: a block of whole lines, as a `String` when it is all UTF-8 (so that
+/// the converter takes its fields as `&str` without checking them again).
+#[derive(Debug)]
+enum Text {
+    Utf8(String),
+    Bytes(Vec<u8>),
+}
+
+impl Text {
+    fn into_bytes(self) -> Vec<u8> {
+        match self {
+            Text::Utf8(text) => text.into_bytes(),
+            Text::Bytes(bytes) => bytes,
+        }
+    }
+}
+
+/// Lines on their way from the reading thread to the converter.
+#[derive(Debug)]
+struct Batch {
+    text: Text,
+    items: Vec<Item>,
+    /// The number of the first line.
+    first: u64,
+    /// What stopped the reader after these lines: an error, or the end of the input (with
+    /// the number of lines read).
+    end: Option<Result<u64, Error>>,
+}
+
+impl Default for Batch {
+    fn default() -> Batch {
+        Batch {
+            text: Text::Bytes(Vec::new()),
+            items: Vec::new(),
+            first: 1,
+            end: None,
+        }
+    }
+}
+
+/// One line as the converter gets it.
+pub(super) struct Line<'a> {
+    pub(super) number: u64,
+    pub(super) raw: &'a [u8],
+    /// The batch's text, when it is UTF-8 (always so when `parsed` is not `Other`).
+    pub(super) text: Option<&'a str>,
+    pub(super) parsed: Parsed,
+}
+
+/// Reads `input` on a second thread and hands every line, in order, to `line` on this one.
+/// Returns the number of lines read. Stops at the first error (from the input or from
+/// `line`), which is returned.
+pub(super) fn run(
+    input: Box<dyn Read + Send>,
+    diag: &mut Diagnostics,
+    progress: &Progress,
+    mut line: impl FnMut(Line<'_>, &mut Diagnostics) -> Result<(), Error>,
+) -> Result<u64, Error> {
+    let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
+    let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
+    // Not a scoped thread: on an early return this one must not wait for the reader, which
+    // may be blocked on a full channel or on its input. Dropping the receiver makes its next
+    // send fail and it stops; the process does not wait for it.
+    std::thread::Builder::new()
+        .name("kanata-pp gem5 reader".to_owned())
+        .spawn(move || read_batches(input, full_tx, empty_rx))
+        .map_err(|err| {
+            Error::new(
+                ErrorKind::Io,
+                format!("cannot start the reading thread: {err}"),
+            )
+        })?;
+    loop {
+        let Ok(mut batch) = full_rx.recv() else {
+            return Err(Error::new(ErrorKind::Io, "the reading thread stopped"));
+        };
+        let (bytes, text) = match &batch.text {
+            Text::Utf8(text) => (text.as_bytes(), Some(text.as_str())),
+            Text::Bytes(bytes) => (bytes.as_slice(), None),
+        };
+        for (number, item) in (batch.first..).zip(&batch.items) {
+            line(
+                Line {
+                    number,
+                    raw: &bytes[item.text.start..item.text.end],
+                    text,
+                    parsed: item.parsed,
+                },
+                diag,
+            )?;
+            if let Some(error) = crate::kanata_read::strict_error(diag) {
+                return Err(error);
+            }
+            if number % 65_536 == 0 {
+                progress.update();
+            }
+        }
+        if let Some(end) = batch.end.take() {
+            return end;
+        }
+        // The reader may have stopped already; then the batch is simply freed.
+        let _ = empty_tx.send(batch);
+    }
+}
+
+/// The reading thread: blocks of input in, batches of lines out, until the input ends, an
+/// error, or the converter stops listening.
+fn read_batches(
+    mut input: Box<dyn Read + Send>,
+    full: mpsc::SyncSender<Batch>,
+    empty: mpsc::Receiver<Batch>,
+) {
+    // The start of a line read into the previous block.
+    let mut carry: Vec<u8> = Vec::new();
+    let mut number = 0u64;
+    let mut eof = false;
+    loop {
+        let mut batch = empty.try_recv().unwrap_or_default();
+        batch.items.clear();
+        batch.end = None;
+        batch.first = number + 1;
+        let mut buf = std::mem::replace(&mut batch.text, Text::Bytes(Vec::new())).into_bytes();
+        buf.clear();
+        buf.extend_from_slice(&carry);
+        carry.clear();
+        let mut error = None;
+        // Read a block, then more until it holds a line end (one line may be longer).
+        let mut target = BLOCK.max(buf.len() + 1);
+        let cut = loop {
+            while !eof && buf.len() < target {
+                let old = buf.len();
+                buf.resize(target, 0);
+                match input.read(&mut buf[old..]) {
+                    Ok(0) => {
+                        buf.truncate(old);
+                        eof = true;
+                    }
+                    Ok(n) => buf.truncate(old + n),
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => buf.truncate(old),
+                    Err(err) => {
+                        buf.truncate(old);
+                        error = Some(err);
+                        break;
+                    }
+                }
+            }
+            if eof {
+                break buf.len();
+            }
+            match memchr::memrchr(b'\n', &buf) {
+                Some(at) => break at + 1,
+                None if error.is_some() => break 0,
+                None => target = target.saturating_mul(2),
+            }
+        };
+        carry.extend_from_slice(&buf[cut..]);
+        buf.truncate(cut);
+        split_lines(&buf, &mut batch.items);
+        number += batch.items.len() as u64;
+        batch.text = match String::from_utf8(buf) {
+            Ok(text) => {
+                parse_lines(text.as_bytes(), batch.first, &mut batch.items);
+                Text::Utf8(text)
+            }
+            Err(err) => Text::Bytes(err.into_bytes()),
+        };
+        let last = if let Some(err) = error {
+            batch.end = Some(Err(Error::at_line(
+                number + 1,
+                format!("cannot read the input: {err}"),
+            )));
+            true
+        } else if eof {
+            batch.end = Some(Ok(number));
+            true
+        } else {
+            false
+        };
+        if full.send(batch).is_err() || last {
+            return;
+        }
+    }
+}
+
+/// The lines of a block of whole lines (the last one may lack its line end at the end of
+/// the input), as the converter's line reader splits them.
+fn split_lines(block: &[u8], items: &mut Vec<Item>) {
+    let mut start = 0;
+    for at in memchr::memchr_iter(b'\n', block) {
+        items.push(line_item(block, start, at));
+        start = at + 1;
+    }
+    if start < block.len() {
+        items.push(line_item(block, start, block.len()));
+    }
+}
+
+fn line_item(block: &[u8], start: usize, end: usize) -> Item {
+    let end = if end > start && block[end - 1] == b'\r' {
+        end - 1
+    } else {
+        end
+    };
+    Item {
+        text: Range { start, end },
+        parsed: Parsed::Other,
+    }
+}
+
+/// Reads the fields of the record lines of a UTF-8 block.
+fn parse_lines(block: &[u8], first: u64, items: &mut [Item]) {
+    for (number, item) in (first..).zip(items.iter_mut()) {
+        let mut start = item.text.start;
+        let mut line = &block[start..item.text.end];
+        if number == 1 {
+            if let Some(rest) = line.strip_prefix(b"\xef\xbb\xbf") {
+                line = rest;
+                start += 3;
+            }
+        }
+        let Some(body) = line.strip_prefix(MARKER) else {
+            continue;
+        };
+        let at = |piece: &[u8]| {
+            let offset = piece.as_ptr() as usize - body.as_ptr() as usize;
+            let start = start + MARKER.len() + offset;
+            Range {
+                start,
+                end: start + piece.len(),
+            }
+        };
+        item.parsed = match FastLine::parse(body) {
+            None => Parsed::Other,
+            Some(FastLine::Fetch {
+                tick,
+                address,
+                upc,
+                seq,
+                disassembly,
+            }) => Parsed::Fetch {
+                tick,
+                seq,
+                address: at(address),
+                upc: at(upc),
+                disassembly: at(disassembly),
+            },
+            Some(FastLine::Stage {
+                command,
+                name,
+                tick,
+            }) => Parsed::Stage {
+                command,
+                name,
+                tick,
+            },
+            Some(FastLine::Retire { tick, store }) => Parsed::Retire { tick, store },
+        };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every line and its parse, read through the thread from a reader giving `chunk`
+    /// bytes at a time.
+    fn read_all(input: &[u8], chunk: usize) -> Vec<(u64, Vec<u8>, Parsed)> {
+        struct Chunked(Vec<u8>, usize, usize);
+        impl Read for Chunked {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                let n = buf.len().min(self.1).min(self.0.len() - self.2);
+                buf[..n].copy_from_slice(&self.0[self.2..self.2 + n]);
+                self.2 += n;
+                Ok(n)
+            }
+        }
+        let mut diag = Diagnostics::new(5, false);
+        let progress = Progress::new(false, None, "test", None);
+        let mut lines = Vec::new();
+        let count = run(
+            Box::new(Chunked(input.to_vec(), chunk, 0)),
+            &mut diag,
+            &progress,
+            |line, _| {
+                lines.push((line.number, line.raw.to_vec(), line.parsed));
+                Ok(())
+            },
+        )
+        .unwrap();
+        assert_eq!(count, lines.len() as u64);
+        lines
+    }
+
+    #[test]
+    fn lines_are_split_as_the_line_reader_splits_them() {
+        let text = b"\xef\xbb\xbfO3PipeView:fetch:1000:0x10:0:7:add: x\r\nplain\n\nO3PipeView:issue:5\nlast";
+        for chunk in [1, 3, 7, 1 << 20] {
+            let lines = read_all(text, chunk);
+            let raws: Vec<&[u8]> = lines.iter().map(|(_, raw, _)| raw.as_slice()).collect();
+            assert_eq!(
+                raws,
+                vec![
+                    &b"\xef\xbb\xbfO3PipeView:fetch:1000:0x10:0:7:add: x"[..],
+                    b"plain",
+                    b"",
+                    b"O3PipeView:issue:5",
+                    b"last"
+                ]
+            );
+            assert!(matches!(
+                lines[0].2,
+                Parsed::Fetch {
+                    tick: 1000,
+                    seq: 7,
+                    ..
+                }
+            ));
+            if let Parsed::Fetch { disassembly, .. } = lines[0].2 {
+                assert_eq!(disassembly.end - disassembly.start, b"add: x".len());
+            }
+            assert_eq!(
+                lines[3].2,
+                Parsed::Stage {
+                    command: "issue",
+                    name: StageName::Is,
+                    tick: 5
+                }
+            );
+            assert_eq!(lines[4].0, 5);
+        }
+    }
+
+    #[test]
+    fn a_block_that_is_not_utf8_is_left_to_the_converter() {
+        let lines = read_all(
+            b"O3PipeView:fetch:1000:0x10:0:7:\xff\nO3PipeView:issue:5\n",
+            64,
+        );
+        assert!(lines.iter().all(|(_, _, parsed)| *parsed == Parsed::Other));
+    }
+
+    #[test]
+    fn an_error_of_the_converter_returns_at_once_with_the_reader_blocked() {
+        // Many batches' worth of input: the reader fills the channel and waits on it.
+        let input = b"O3PipeView:issue:5\n".repeat(1 << 20);
+        let mut diag = Diagnostics::new(5, false);
+        let (done_tx, done_rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            let result = run(
+                Box::new(io::Cursor::new(input)),
+                &mut diag,
+                &Progress::new(false, None, "test", None),
+                |line, _| Err(Error::at_line(line.number, "bad line")),
+            );
+            let _ = done_tx.send(result.is_err());
+        });
+        let failed = done_rx
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .expect("run returns instead of waiting for the reader");
+        assert!(failed);
+    }
+
+    #[test]
+    fn a_read_error_is_reported_after_the_lines_before_it() {
+        struct Failing(bool);
+        impl Read for Failing {
+            fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+                if std::mem::replace(&mut self.0, true) {
+                    return Err(io::Error::other("disk on fire"));
+                }
+                let text = b"a\nb\npartial";
+                buf[..text.len()].copy_from_slice(text);
+                Ok(text.len())
+            }
+        }
+        let mut diag = Diagnostics::new(5, false);
+        let mut seen = 0;
+        let err = run(
+            Box::new(Failing(false)),
+            &mut diag,
+            &Progress::new(false, None, "test", None),
+            |_, _| {
+                seen += 1;
+                Ok(())
+            },
+        )
+        .unwrap_err();
+        assert_eq!(seen, 2);
+        let message = err.to_string();
+        assert!(message.contains("line 3"), "{message}");
+        assert!(message.contains("disk on fire"), "{message}");
+    }
+}
