@@ -234,6 +234,17 @@ struct Fields<'a> {
     extra_fields: bool,
 }
 
+impl<'a> Fields<'a> {
+    /// Field `index`, if the line has it.
+    #[inline]
+    fn get(&self, index: usize) -> Option<&'a [u8]> {
+        self.fields
+            .get(index)
+            .copied()
+            .filter(|_| index < self.count)
+    }
+}
+
 /// White space as JavaScript's `trim` sees it in ASCII (Konata trims numbers that way).
 #[inline]
 fn is_space(b: u8) -> bool {
@@ -408,41 +419,44 @@ impl LineParser {
             }
         };
         match name {
-            b"C=" | b"C" if f.count > 1 && is_out_of_range(f.fields[1]) => {
-                Line::CycleOutOfRange(trim(f.fields[1]))
-            }
-            b"C=" => {
-                let Some(cycle) = int_field(&f, 1, lineno, diag, &mut padded, "cycle") else {
-                    return Line::Invalid;
-                };
-                q1(diag, padded || f.count > 2);
-                Line::Command(Command::Start(cycle))
-            }
-            b"C" => {
-                let cycles = if f.count < 2 || trim(f.fields[1]).is_empty() {
+            b"C=" | b"C" => {
+                let start = name == b"C=";
+                let field = f.get(1).unwrap_or_default();
+                let cycles = if !start && trim(field).is_empty() {
                     diag.report(Rule::Q4b, lineno, || {
                         "`C` without a number read as one cycle".to_owned()
                     });
                     1
                 } else {
-                    let Some(n) = int_field(&f, 1, lineno, diag, &mut padded, "cycle count") else {
-                        return Line::Invalid;
-                    };
-                    n
+                    // Parsed once; only a number that failed is looked at again, to tell a
+                    // cycle beyond 64 bits (fatal) from text that is no number (dropped).
+                    match parse_int(field) {
+                        Some((value, canonical)) => {
+                            padded |= !canonical;
+                            value
+                        }
+                        None if is_out_of_range(field) => {
+                            return Line::CycleOutOfRange(trim(field));
+                        }
+                        None => {
+                            let what = if start { "cycle" } else { "cycle count" };
+                            int_field(&f, 1, lineno, diag, &mut padded, what);
+                            return Line::Invalid;
+                        }
+                    }
                 };
                 q1(diag, padded || f.count > 2);
-                Line::Command(Command::Cycle(cycles))
+                Line::Command(if start {
+                    Command::Start(cycles)
+                } else {
+                    Command::Cycle(cycles)
+                })
             }
             b"I" => {
                 let Some(id) = int_field(&f, 1, lineno, diag, &mut padded, "file id") else {
                     return Line::Invalid;
                 };
-                let sim_id = match f
-                    .fields
-                    .get(2)
-                    .filter(|_| f.count > 2)
-                    .map(|s| parse_wide(s))
-                {
+                let sim_id = match f.get(2).map(parse_wide) {
                     Some(Some((value, canonical))) => {
                         padded |= !canonical;
                         SimId::from(value)
@@ -466,7 +480,7 @@ impl LineParser {
                 let Some(lane) = lane_field(&f, lineno, diag, &mut padded) else {
                     return Line::Invalid;
                 };
-                let Some(field) = f.fields.get(3).copied().filter(|_| f.count > 3) else {
+                let Some(field) = f.get(3) else {
                     return Line::Invalid;
                 };
                 let stage = trim(field);
@@ -491,12 +505,7 @@ impl LineParser {
                 let Some(id) = int_field(&f, 1, lineno, diag, &mut padded, "file id") else {
                     return Line::Invalid;
                 };
-                let retire_id = match f
-                    .fields
-                    .get(2)
-                    .filter(|_| f.count > 2)
-                    .map(|s| parse_int(s))
-                {
+                let retire_id = match f.get(2).map(parse_int) {
                     Some(Some((value, canonical))) => {
                         padded |= !canonical;
                         value
@@ -508,9 +517,9 @@ impl LineParser {
                         0
                     }
                 };
-                let kind = if f.count > 3 {
-                    let field = trim(f.fields[3]);
-                    padded |= field.len() != f.fields[3].len();
+                let kind = if let Some(written) = f.get(3) {
+                    let field = trim(written);
+                    padded |= field.len() != written.len();
                     if field.is_empty() {
                         RetireType::Empty
                     } else {
@@ -750,11 +759,7 @@ fn int_field(
     padded: &mut bool,
     what: &'static str,
 ) -> Option<i64> {
-    let field = if index < f.count {
-        f.fields[index]
-    } else {
-        &[]
-    };
+    let field = f.get(index).unwrap_or_default();
     match parse_int(field) {
         Some((value, canonical)) => {
             *padded |= !canonical;
@@ -782,7 +787,7 @@ fn lane_field(
     diag: &mut Diagnostics,
     padded: &mut bool,
 ) -> Option<u32> {
-    let field = if f.count > 2 { f.fields[2] } else { &[] };
+    let field = f.get(2).unwrap_or_default();
     let trimmed = trim(field);
     *padded |= trimmed.len() != field.len();
     match parse_int(trimmed).and_then(|(v, canonical)| Some((u32::try_from(v).ok()?, canonical))) {
@@ -812,11 +817,9 @@ pub(crate) fn cycle_out_of_range(cycle: &[u8]) -> String {
     )
 }
 
-/// Whether `field` is a decimal integer too large for 64 bits (rather than not a number).
+/// Whether `field`, which [`parse_int`] refused, is a decimal integer too large for 64 bits
+/// (rather than not a number).
 fn is_out_of_range(field: &[u8]) -> bool {
-    if parse_int(field).is_some() {
-        return false;
-    }
     let trimmed = trim(field);
     let digits = trimmed
         .strip_prefix(b"-")
