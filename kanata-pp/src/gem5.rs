@@ -103,7 +103,7 @@ use kanata_writer::{Finished, WriterBuilder};
 
 use self::exlog::ExLogs;
 use self::order::{Clock, Emitter, Event, Handle, Placed};
-use self::read::{FastLine, Parsed};
+use self::read::Parsed;
 use self::record::{Fate, Record, StageName};
 use self::window::{Key, Window};
 use crate::convert::Converter;
@@ -353,23 +353,9 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
     }
 
-    fn read_line(&mut self, raw: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
-        let raw = without_bom(raw, lineno);
-        // Nearly every line of a gem5 trace is a well-formed record line; it is read straight
-        // from the bytes. Anything unusual takes the general path, which decides the same
-        // way for the lines the fast one accepts.
-        if self.mode == Mode::Records {
-            if let Some(body) = raw.strip_prefix(MARKER) {
-                if self.fast_record_line(body, lineno, diag)? {
-                    return self.after_line(lineno, diag);
-                }
-            }
-        }
-        self.general_line(raw, lineno, diag)
-    }
-
     /// A line the reading thread has split and, if it is a record line in the common form,
-    /// parsed: the same as [`read_line`](Self::read_line) on its text.
+    /// parsed (nearly every line of a gem5 trace is). Anything unusual takes the general
+    /// path, which decides the same way for the lines the fast one accepts.
     fn parsed_line(&mut self, line: read::Line<'_>, diag: &mut Diagnostics) -> Result<(), Error> {
         let lineno = line.number;
         if self.mode == Mode::Records {
@@ -541,49 +527,6 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             },
         }
         Ok(())
-    }
-
-    /// A record line (after the marker) in the common form (`FastLine`), UTF-8 text.
-    /// Returns `false`, having done nothing, for any other line: the general path reads (and
-    /// reports) it.
-    fn fast_record_line(
-        &mut self,
-        body: &[u8],
-        lineno: u64,
-        diag: &mut Diagnostics,
-    ) -> Result<bool, Error> {
-        match FastLine::parse(body) {
-            None => Ok(false),
-            Some(FastLine::Fetch {
-                tick,
-                address,
-                upc,
-                seq,
-                disassembly,
-            }) => {
-                let text = |bytes| std::str::from_utf8(bytes).ok();
-                let (Some(address), Some(upc), Some(disassembly)) =
-                    (text(address), text(upc), text(disassembly))
-                else {
-                    return Ok(false);
-                };
-                let fetch = FetchLine {
-                    tick,
-                    address,
-                    upc,
-                    seq,
-                    disassembly,
-                };
-                self.start_record(&fetch, lineno, diag)?;
-                Ok(true)
-            }
-            Some(FastLine::Stage {
-                command,
-                name,
-                tick,
-            }) => Ok(self.fast_stage(command, name, tick)),
-            Some(FastLine::Retire { tick, store }) => self.fast_retire(tick, store, diag),
-        }
     }
 
     /// A stage line of the common form; `false` (nothing done) without a record open.
@@ -1163,7 +1106,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
 
 impl<W: Write + Send + 'static> Converter<W> for Gem5Converter<W> {
     fn line(&mut self, line: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
-        self.read_line(line, lineno, diag)
+        self.parsed_line(read::single_line(line, lineno), diag)
     }
 
     fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {

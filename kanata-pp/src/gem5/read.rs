@@ -195,6 +195,26 @@ pub(super) struct Line<'a> {
     pub(super) parsed: Parsed,
 }
 
+/// `raw`, one line without its line end, as the reading thread hands lines over: for the
+/// line-at-a-time [`Converter`](crate::convert::Converter) interface.
+pub(super) fn single_line(raw: &[u8], number: u64) -> Line<'_> {
+    let mut items = [line_item(raw, 0, raw.len())];
+    let text = std::str::from_utf8(raw).ok();
+    if text.is_some() {
+        parse_lines(raw, number, &mut items);
+    }
+    let [Item {
+        text: range,
+        parsed,
+    }] = items;
+    Line {
+        number,
+        raw: &raw[range.start..range.end],
+        text,
+        parsed,
+    }
+}
+
 /// Reads `input` on a second thread and hands every line, in order, to `line` on this one.
 /// Returns the number of lines read. Stops at the first error (from the input or from
 /// `line`), which is returned.
