@@ -103,7 +103,7 @@ use kanata_writer::{Finished, WriterBuilder};
 
 use self::exlog::ExLogs;
 use self::order::{Clock, Emitter, Event, Handle, Placed};
-use self::read::Parsed;
+use self::read::FastLine;
 use self::record::{Fate, Record, StageName};
 use self::window::{Key, Window};
 use crate::convert::Converter;
@@ -361,13 +361,13 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         if self.mode == Mode::Records {
             let done = match (line.parsed, line.text) {
                 (
-                    Parsed::Fetch {
+                    Some(FastLine::Fetch {
                         tick,
                         seq,
                         address,
                         upc,
                         disassembly,
-                    },
+                    }),
                     Some(text),
                 ) => {
                     let field = |range: read::Range| text.get(range.start..range.end);
@@ -387,14 +387,16 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                     }
                 }
                 (
-                    Parsed::Stage {
+                    Some(FastLine::Stage {
                         command,
                         name,
                         tick,
-                    },
+                    }),
                     _,
                 ) => self.fast_stage(command, name, tick),
-                (Parsed::Retire { tick, store }, _) => self.fast_retire(tick, store, diag)?,
+                (Some(FastLine::Retire { tick, store }), _) => {
+                    self.fast_retire(tick, store, diag)?
+                }
                 _ => false,
             };
             if done {

@@ -26,16 +26,18 @@ const BLOCK: usize = 1 << 18;
 
 /// A well-formed record line in the common form (after `O3PipeView:`): a known command,
 /// plain decimal ticks, no spaces to trim, ASCII address and micro-PC. Anything else is read
-/// by the converter's general path, which decides the same way for these lines.
+/// by the converter's general path, which decides the same way for these lines. `T` is how
+/// the text fields are held: slices of the line while parsing, [`Range`]s of the batch's text
+/// between threads.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum FastLine<'a> {
+pub(super) enum FastLine<T> {
     Fetch {
         tick: u64,
-        address: &'a [u8],
-        upc: &'a [u8],
+        address: T,
+        upc: T,
         seq: u64,
         /// Not checked for UTF-8 here.
-        disassembly: &'a [u8],
+        disassembly: T,
     },
     Stage {
         command: &'static str,
@@ -48,9 +50,40 @@ pub(super) enum FastLine<'a> {
     },
 }
 
-impl<'a> FastLine<'a> {
+impl<T> FastLine<T> {
+    /// The same line with its text fields held another way.
+    fn map<U>(self, mut f: impl FnMut(T) -> U) -> FastLine<U> {
+        match self {
+            FastLine::Fetch {
+                tick,
+                address,
+                upc,
+                seq,
+                disassembly,
+            } => FastLine::Fetch {
+                tick,
+                address: f(address),
+                upc: f(upc),
+                seq,
+                disassembly: f(disassembly),
+            },
+            FastLine::Stage {
+                command,
+                name,
+                tick,
+            } => FastLine::Stage {
+                command,
+                name,
+                tick,
+            },
+            FastLine::Retire { tick, store } => FastLine::Retire { tick, store },
+        }
+    }
+}
+
+impl<'a> FastLine<&'a [u8]> {
     /// The line after the marker, if it has the common form.
-    pub(super) fn parse(body: &'a [u8]) -> Option<FastLine<'a>> {
+    pub(super) fn parse(body: &'a [u8]) -> Option<FastLine<&'a [u8]>> {
         let colon = memchr::memchr(b':', body)?;
         let (command, rest) = (&body[..colon], &body[colon + 1..]);
         if command == b"fetch" {
@@ -113,30 +146,9 @@ pub(super) struct Range {
     pub(super) end: usize,
 }
 
-/// What the reading thread made of a line.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) enum Parsed {
-    /// Not a record line in the common form, or in a block that is not UTF-8: the converter
-    /// reads it whole.
-    Other,
-    /// A [`FastLine::Fetch`]; its text fields are ranges of the batch's text.
-    Fetch {
-        tick: u64,
-        seq: u64,
-        address: Range,
-        upc: Range,
-        disassembly: Range,
-    },
-    Stage {
-        command: &'static str,
-        name: StageName,
-        tick: u64,
-    },
-    Retire {
-        tick: u64,
-        store: Option<u64>,
-    },
-}
+/// What the reading thread made of a line: `None` for a line not in the common form, or in
+/// a block that is not UTF-8, which the converter reads whole.
+pub(super) type Parsed = Option<FastLine<Range>>;
 
 /// One line of a batch.
 #[derive(Clone, Copy, Debug)]
@@ -371,7 +383,7 @@ fn line_item(block: &[u8], start: usize, end: usize) -> Item {
     };
     Item {
         text: Range { start, end },
-        parsed: Parsed::Other,
+        parsed: None,
     }
 }
 
@@ -397,32 +409,7 @@ fn parse_lines(block: &[u8], first: u64, items: &mut [Item]) {
                 end: start + piece.len(),
             }
         };
-        item.parsed = match FastLine::parse(body) {
-            None => Parsed::Other,
-            Some(FastLine::Fetch {
-                tick,
-                address,
-                upc,
-                seq,
-                disassembly,
-            }) => Parsed::Fetch {
-                tick,
-                seq,
-                address: at(address),
-                upc: at(upc),
-                disassembly: at(disassembly),
-            },
-            Some(FastLine::Stage {
-                command,
-                name,
-                tick,
-            }) => Parsed::Stage {
-                command,
-                name,
-                tick,
-            },
-            Some(FastLine::Retire { tick, store }) => Parsed::Retire { tick, store },
-        };
+        item.parsed = FastLine::parse(body).map(|line| line.map(at));
     }
 }
 
@@ -477,22 +464,22 @@ mod tests {
             );
             assert!(matches!(
                 lines[0].2,
-                Parsed::Fetch {
+                Some(FastLine::Fetch {
                     tick: 1000,
                     seq: 7,
                     ..
-                }
+                })
             ));
-            if let Parsed::Fetch { disassembly, .. } = lines[0].2 {
+            if let Some(FastLine::Fetch { disassembly, .. }) = lines[0].2 {
                 assert_eq!(disassembly.end - disassembly.start, b"add: x".len());
             }
             assert_eq!(
                 lines[3].2,
-                Parsed::Stage {
+                Some(FastLine::Stage {
                     command: "issue",
                     name: StageName::Is,
                     tick: 5
-                }
+                })
             );
             assert_eq!(lines[4].0, 5);
         }
@@ -504,7 +491,7 @@ mod tests {
             b"O3PipeView:fetch:1000:0x10:0:7:\xff\nO3PipeView:issue:5\n",
             64,
         );
-        assert!(lines.iter().all(|(_, _, parsed)| *parsed == Parsed::Other));
+        assert!(lines.iter().all(|(_, _, parsed)| parsed.is_none()));
     }
 
     #[test]
