@@ -47,6 +47,7 @@ mod sink;
 mod stage;
 mod window;
 mod writer;
+mod zstd_ring;
 
 pub use error::{Error, ErrorKind, Result};
 pub use sink::{CompressWriter, Compression};

@@ -11,6 +11,7 @@ use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::{self, JoinHandle};
 
 use crate::error::{Error, ErrorKind, Result};
+use crate::zstd_ring::ZstdRing;
 
 /// How the trace is compressed.
 ///
@@ -81,13 +82,13 @@ impl Compression {
 pub(crate) enum Encoder<W: Write> {
     Plain(W),
     Gzip(Chunked<flate2::write::GzEncoder<W>>),
-    Zstd(Chunked<zstd::stream::Encoder<'static, W>>),
+    Zstd(ZstdRing<W>),
 }
 
-/// How many bytes a compressor is given per call.
+/// How many bytes gzip is given per call.
 const COMPRESS_CHUNK: usize = 64 * 1024;
 
-/// Feeds a compressor in pieces of exactly [`COMPRESS_CHUNK`] bytes at fixed offsets of the
+/// Feeds gzip in pieces of exactly [`COMPRESS_CHUNK`] bytes at fixed offsets of the
 /// stream. Deflate's output depends on how its input is split into calls, so without this
 /// the compressed bytes would change with the writer's buffer size or hold-back, and the
 /// output would not be deterministic.
@@ -140,11 +141,7 @@ impl<W: Write> Encoder<W> {
             Compression::Gzip => Encoder::Gzip(Chunked::new(
                 flate2::GzBuilder::new().write(inner, flate2::Compression::new(level as u32)),
             )),
-            Compression::Zstd => {
-                let mut encoder = zstd::stream::Encoder::new(inner, level)?;
-                encoder.include_checksum(true)?;
-                Encoder::Zstd(Chunked::new(encoder))
-            }
+            Compression::Zstd => Encoder::Zstd(ZstdRing::new(inner, level)?),
         })
     }
 
@@ -160,7 +157,7 @@ impl<W: Write> Encoder<W> {
         let mut inner = match self {
             Encoder::Plain(w) => w,
             Encoder::Gzip(w) => w.into_inner()?.finish()?,
-            Encoder::Zstd(w) => w.into_inner()?.finish()?,
+            Encoder::Zstd(w) => w.finish()?,
         };
         inner.flush()?;
         Ok(inner)
