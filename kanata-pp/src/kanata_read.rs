@@ -50,6 +50,7 @@ impl KanataReader {
     /// Reads one line: what the normalizer gets of it (the parsed line and its text after
     /// any prefix), or `None` when there is nothing for it (already reported). `slash`:
     /// whether `raw` holds a `/`.
+    #[inline(always)]
     pub(crate) fn read<'a>(
         &'a mut self,
         raw: &'a [u8],
@@ -285,7 +286,7 @@ pub(crate) fn run<W: Write + Send + 'static>(
             }
             for item in &batch.items {
                 let parsed = item.parsed.map(|span| batch.get(span));
-                normalizer.parsed(parsed, batch.get(item.text), item.number, diag)?;
+                normalizer.parsed(&parsed, batch.get(item.text), item.number, diag)?;
                 if let Some(error) = strict_error(diag) {
                     return Err(error);
                 }
@@ -497,7 +498,7 @@ fn parse_lines(
     reader: &mut KanataReader,
     at: &mut Position,
     diag: &mut Diagnostics,
-    mut take: impl FnMut(u64, Line<&[u8]>, &[u8], &mut Diagnostics) -> Result<(), Error>,
+    mut take: impl FnMut(u64, &Line<&[u8]>, &[u8], &mut Diagnostics) -> Result<(), Error>,
 ) -> Option<Result<u64, Error>> {
     let mut start = 0;
     // One search over the block for all its line ends, and one for its slashes (which may
@@ -531,7 +532,9 @@ fn parse_lines(
                 let message = crate::kanata_parse::cycle_out_of_range(cycle);
                 return Some(Err(Error::at_line(number, message)));
             }
-            Ok(Some((parsed, text))) => {
+            // By reference, here and on to the normalizer: a copy of the line would load it
+            // wider than the parser stored it, a store-forwarding stall on every line.
+            Ok(Some((ref parsed, text))) => {
                 if let Err(error) = take(number, parsed, text, diag) {
                     return Some(Err(error));
                 }

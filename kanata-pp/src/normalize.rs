@@ -162,15 +162,16 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     }
 
     /// Takes one parsed line; `line` is its text (after any prefix), for Q8.
+    #[inline(always)]
     pub(crate) fn parsed(
         &mut self,
-        parsed: Line<&[u8]>,
+        parsed: &Line<&[u8]>,
         line: &[u8],
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         if self.pending.active {
-            if parsed == Line::Other {
+            if *parsed == Line::Other {
                 // Q8: the rest of the label, after a raw line break.
                 self.pending.text.push(b'\n');
                 self.pending.text.extend_from_slice(line);
@@ -181,8 +182,8 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             }
             self.flush_label(diag)?;
         }
-        match parsed {
-            Line::Command(command) => self.command(command, lineno, diag),
+        match *parsed {
+            Line::Command(ref command) => self.command(command, lineno, diag),
             Line::Blank => {
                 diag.report(Rule::Q3, lineno, || "blank line dropped".to_owned());
                 Ok(())
@@ -236,12 +237,12 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
 
     fn command(
         &mut self,
-        command: Command<&[u8]>,
+        command: &Command<&[u8]>,
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         if self.phase != Phase::Body {
-            if let Command::Start(cycle) = command {
+            if let Command::Start(cycle) = *command {
                 return self.start(cycle);
             }
             diag.report(Rule::Q5, lineno, || {
@@ -250,7 +251,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             self.start(0)?;
         }
         if !self.stretch.held.is_empty() {
-            if let Some(id) = command_id(&command) {
+            if let Some(id) = command_id(command) {
                 if self.stretch.held.contains(&id) {
                     self.stretch
                         .queue
@@ -259,7 +260,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 }
             }
         }
-        match command {
+        match *command {
             Command::Start(cycle) => {
                 // Q5: a later `C=` is a step to that absolute cycle.
                 let now = self.writer().cycle();
@@ -354,7 +355,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 Command::Label { id, kind, text } => {
                     self.write_label(id, kind, &text, line, diag)?
                 }
-                other => self.command(other.as_ref().map(Vec::as_slice), line, diag)?,
+                other => self.command(&other.as_ref().map(Vec::as_slice), line, diag)?,
             }
         }
         Ok(())
