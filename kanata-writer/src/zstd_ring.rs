@@ -27,6 +27,10 @@ use zstd_sys as sys;
 /// Bytes per block: zstd's largest, and the size its streaming encoder uses.
 const BLOCK: usize = 128 * 1024;
 
+/// Compressed bytes gathered before they are written out: one write per megabyte rather
+/// than one per block.
+const WRITE_AT: usize = 1 << 20;
+
 /// The ring's length for a window: four windows (so that three blocks in four are
 /// compressed with the window in one piece; eight windows measured no faster), at most
 /// 8 MiB, and never less than a window and a block, so that the block being filled never
@@ -74,8 +78,10 @@ pub(crate) struct ZstdRing<W> {
     start: usize,
     /// How much of that block is filled.
     held: usize,
-    /// Room for one compressed block, plus the frame header and checksum.
+    /// Compressed blocks not written out yet (`compressed[..filled]`), and room for one
+    /// more with the frame header and checksum.
     compressed: Box<[u8]>,
+    filled: usize,
     inner: W,
 }
 
@@ -110,7 +116,8 @@ impl<W: Write> ZstdRing<W> {
             start: 0,
             held: 0,
             // A frame header is at most 18 bytes, the checksum 4, an empty last block 3.
-            compressed: vec![0; bound + 32].into_boxed_slice(),
+            compressed: vec![0; WRITE_AT + bound + 32].into_boxed_slice(),
+            filled: 0,
             inner,
         })
     }
@@ -130,28 +137,35 @@ impl<W: Write> ZstdRing<W> {
         Ok(())
     }
 
-    /// Compresses the block being filled (the last one of the frame when `last`) and writes
-    /// it out.
+    /// Compresses the block being filled (the last one of the frame when `last`), and writes
+    /// out what is gathered once that is a megabyte, or the frame ends.
     fn compress_block(&mut self, last: bool) -> io::Result<()> {
         let block = &self.ring[self.start..self.start + self.held];
-        let (context, src, dst) = (
+        let room = &mut self.compressed[self.filled..];
+        let (context, src, dst, capacity) = (
             self.context.0.as_ptr(),
             block.as_ptr().cast(),
-            self.compressed.as_mut_ptr().cast(),
+            room.as_mut_ptr().cast(),
+            room.len(),
         );
-        // SAFETY: `src` is `held` readable bytes; `dst` has room for a compressed block of
-        // that size with the frame header and checksum (ZSTD_compressBound plus 32). The
-        // window behind `src` is unchanged since zstd saw it: the ring is never reallocated,
-        // and a block is written only where the ring's oldest bytes are, more than a window
-        // behind (`ring_len`).
+        // SAFETY: `src` is `held` readable bytes; `dst` is `capacity` writable bytes, room
+        // for a compressed block of that size with the frame header and checksum
+        // (ZSTD_compressBound plus 32: `filled` stays under WRITE_AT). The window behind
+        // `src` is unchanged since zstd saw it: the ring is never reallocated, and a block is
+        // written only where the ring's oldest bytes are, more than a window behind
+        // (`ring_len`).
         let written = check(unsafe {
             if last {
-                sys::ZSTD_compressEnd(context, dst, self.compressed.len(), src, self.held)
+                sys::ZSTD_compressEnd(context, dst, capacity, src, self.held)
             } else {
-                sys::ZSTD_compressContinue(context, dst, self.compressed.len(), src, self.held)
+                sys::ZSTD_compressContinue(context, dst, capacity, src, self.held)
             }
         })?;
-        self.inner.write_all(&self.compressed[..written])?;
+        self.filled += written;
+        if self.filled >= WRITE_AT || last {
+            self.inner.write_all(&self.compressed[..self.filled])?;
+            self.filled = 0;
+        }
         self.start += self.held;
         self.held = 0;
         if self.start + BLOCK > self.ring.len() {
