@@ -45,8 +45,10 @@ done
 # What two busy threads cost each other on this machine: the .zst conversion runs its
 # compressor beside the normalizer, so it can only match zstd -3 alone if compressing beside
 # other work is as fast as compressing alone. Two zstd -3 processes at once show how far that
-# holds (the second works on a copy, so the two do not share the page cache's pages).
+# holds (the second works on a copy, so the two do not share the page cache's pages), and a
+# shell's busy loop (next to no memory traffic) whether it is memory or the core itself.
 cp "$work/normalized.kanata" "$work/normalized-copy.kanata"
 hyperfine --warmup 1 --runs 5 \
   -n "zstd -3 alone" "zstd -3 -q -f $work/normalized.kanata -o $work/ref.zst" \
-  -n "two zstd -3 at once" "bash -c 'zstd -3 -q -f $work/normalized.kanata -o $work/ref.zst & zstd -3 -q -f $work/normalized-copy.kanata -o $work/ref-copy.zst; wait'"
+  -n "two zstd -3 at once" "bash -c 'zstd -3 -q -f $work/normalized.kanata -o $work/ref.zst & zstd -3 -q -f $work/normalized-copy.kanata -o $work/ref-copy.zst; wait'" \
+  -n "zstd -3 beside a busy loop" "bash -c 'sh -c \"while :; do :; done\" & spin=\$!; zstd -3 -q -f $work/normalized.kanata -o $work/ref.zst; kill \$spin'"
