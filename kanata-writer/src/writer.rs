@@ -218,7 +218,8 @@ impl WriterBuilder {
     }
 
     /// Compression of the output. [`from_path`](Self::from_path) picks it from the extension
-    /// when it is not set.
+    /// when it is not set. zstd keeps four of its windows of text (8 MiB at the default
+    /// level) and gzip 64 KiB, besides the compressors' own tables.
     pub fn compression(&mut self, compression: Compression) -> &mut WriterBuilder {
         self.compression = Some(compression);
         self
