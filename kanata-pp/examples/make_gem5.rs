@@ -17,17 +17,8 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-/// A small deterministic generator (xorshift64*), so the same arguments give the same trace.
-struct Rng(u64);
-
-impl Rng {
-    fn below(&mut self, bound: u64) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        (self.0.wrapping_mul(0x2545_f491_4f6c_dd1d) >> 33) % bound
-    }
-}
+mod common;
+use common::Rng;
 
 const TPC: u64 = 500;
 const MNEMONICS: [&str; 6] = [

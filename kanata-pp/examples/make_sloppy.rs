@@ -15,22 +15,8 @@ use std::error::Error;
 use std::fs::File;
 use std::io::{BufWriter, Write};
 
-/// A small deterministic generator (xorshift64*), so the same arguments give the same log.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-
-    /// True with probability `percent` / 100.
-    fn chance(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-}
+mod common;
+use common::Rng;
 
 const STAGES: [&str; 8] = ["F", "D", "Rn", "Ds", "X", "M", "W", "Cm"];
 
