@@ -12,7 +12,8 @@ use std::process::{Command, Stdio};
 
 use serde_json::Value;
 
-const BIN: &str = env!("CARGO_BIN_EXE_kanata-pp");
+mod common;
+use common::{big_log, BIN};
 
 /// A canonical trace with known counts: starts at cycle 5, ends at cycle 9; id 0 retires,
 /// id 1 is flushed, id 2 is left open. 18 lines.
@@ -209,18 +210,6 @@ fn file_size(path: &Path) -> u64 {
     std::fs::metadata(path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
         .len()
-}
-
-/// A canonical trace of `n` instructions, about 90 bytes each.
-fn big_log(n: usize) -> Vec<u8> {
-    let mut text = String::from("Kanata\t0004\nC=\t0\n");
-    for i in 0..n {
-        text.push_str(&format!(
-            "I\t{i}\t{i}\t0\nL\t{i}\t0\t0x{:x}: addi x1, x1, 1\nS\t{i}\t0\tF\nC\t1\nE\t{i}\t0\tF\nR\t{i}\t{i}\t0\n",
-            0x1000 + 4 * i
-        ));
-    }
-    text.into_bytes()
 }
 
 fn sample(name: &str) -> Vec<u8> {

@@ -7,7 +7,8 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kanata-pp");
+mod common;
+use common::{big_log, run_in, BIN};
 
 /// A small canonical trace: converting it changes nothing and reports nothing.
 const CANONICAL: &str = "Kanata\t0004\nC=\t0\nI\t0\t0\t0\nL\t0\t0\t0x1000: addi x1, x0, 5\n\
@@ -19,54 +20,6 @@ const CANONICAL: &str = "Kanata\t0004\nC=\t0\nI\t0\t0\t0\nL\t0\t0\t0x1000: addi 
 const SLOPPY: &str = "Kanata\t0004\nC=\t0\nI\t  0\t  0\t  0\nL\t0\t0\t0x1000: addi x1, x0, 5\n\
                       S\t0\t0\tF\t\nI\t1\t1\t0\nS\t1\t0\tF\n# cycle 1\nC\t1\nS\t0\t0\tX\n\
                       S\t1\t0\tX\nC\t1\nR\t0\t0\t0\nW\t1\t0\t0\nC\t1\nR\t1\t1\t0\n";
-
-/// What one run of the binary did.
-struct Run {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-impl Run {
-    #[track_caller]
-    fn assert_code(&self, code: i32) -> &Run {
-        assert_eq!(self.code, Some(code), "exit code; stderr:\n{}", self.stderr);
-        self
-    }
-}
-
-/// Runs kanata-pp in `dir` with `args`, feeding `stdin` (nothing when `None`).
-fn run_in(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kanata-pp starts");
-    // Feed stdin from another thread, so that a large output cannot dead-lock the pipes.
-    let feeder = stdin.map(|bytes| {
-        let bytes = bytes.to_vec();
-        let mut pipe = child.stdin.take().unwrap();
-        std::thread::spawn(move || {
-            let _ = pipe.write_all(&bytes);
-        })
-    });
-    let output = child.wait_with_output().expect("kanata-pp runs");
-    if let Some(feeder) = feeder {
-        feeder.join().unwrap();
-    }
-    Run {
-        code: output.status.code(),
-        stdout: output.stdout,
-        stderr: String::from_utf8(output.stderr).expect("stderr is UTF-8"),
-    }
-}
 
 /// A temporary directory holding `files`.
 fn dir_with(files: &[(&str, &[u8])]) -> tempfile::TempDir {
@@ -103,19 +56,6 @@ fn gunzip(bytes: &[u8]) -> Vec<u8> {
 
 fn unzstd(bytes: &[u8]) -> Vec<u8> {
     zstd::decode_all(bytes).expect("valid zstd")
-}
-
-/// A canonical trace of `n` instructions (about 90 bytes each), large enough to span many
-/// output buffers and pipe buffers.
-fn big_log(n: usize) -> Vec<u8> {
-    let mut text = String::from("Kanata\t0004\nC=\t0\n");
-    for i in 0..n {
-        text.push_str(&format!(
-            "I\t{i}\t{i}\t0\nL\t{i}\t0\t0x{:x}: addi x1, x1, 1\nS\t{i}\t0\tF\nC\t1\nE\t{i}\t0\tF\nR\t{i}\t{i}\t0\n",
-            0x1000 + 4 * i
-        ));
-    }
-    text.into_bytes()
 }
 
 fn sample(name: &str) -> PathBuf {

@@ -3,10 +3,9 @@
 //! converter would stop on reported with its number while the conversion goes on.
 
 use std::io::Write;
-use std::path::Path;
-use std::process::{Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_kanata-pp");
+mod common;
+use common::run_in as run;
 
 /// A short raw log as RSD's dumper writes it: a store fetched, decoded and committed, and a
 /// younger op flushed in decode in the cycle its `L` comes (so its label follows its flush).
@@ -18,37 +17,6 @@ const RAW: &str = "RSD_Kanata\t0000\n#\tS:\n#\tstage_id\tvalid\tstall\tclear\tii
                    S\t3\t1\t0\t1\t2\t0\t\nL\t1\t0\t00001024\t00c12023\n\
                    L\t2\t0\t00001028\t00c686b3\n\
                    C\t          1\n#\tcycle:3\nS\t14\t1\t0\t0\t1\t0\t\\nrelease: p3, \n";
-
-/// What one run of the binary did.
-struct Run {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-    stderr: String,
-}
-
-fn run(dir: &Path, args: &[&str], stdin: Option<&[u8]>) -> Run {
-    let mut child = Command::new(BIN)
-        .args(args)
-        .current_dir(dir)
-        .stdin(if stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kanata-pp starts");
-    if let Some(bytes) = stdin {
-        child.stdin.take().unwrap().write_all(bytes).unwrap();
-    }
-    let output = child.wait_with_output().expect("kanata-pp runs");
-    Run {
-        code: output.status.code(),
-        stdout: output.stdout,
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 #[test]
 fn rsd_logs_are_detected_in_every_input_form_and_give_the_same_trace() {
