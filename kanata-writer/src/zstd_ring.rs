@@ -38,8 +38,9 @@ const WRITE_AT: usize = 1 << 20;
 
 /// The ring's length for a window: four windows (so that three blocks in four are
 /// compressed with the window in one piece; eight windows measured no faster), at most
-/// 8 MiB, and never less than a window and a block, so that the block being filled never
-/// overlaps the window behind it.
+/// 8 MiB, and never less than a window and a block, so that the whole window is there to
+/// match against. (A shorter ring would still be correct: zstd forgets the history a new
+/// block overwrites.)
 fn ring_len(window: usize) -> usize {
     let len = (4 * window).min(8 << 20).max(window + BLOCK);
     len.div_ceil(BLOCK) * BLOCK
@@ -93,6 +94,12 @@ pub(crate) struct ZstdRing<W> {
 impl<W: Write> ZstdRing<W> {
     /// Starts a frame at `level` (any of zstd's levels).
     pub(crate) fn new(inner: W, level: i32) -> io::Result<ZstdRing<W>> {
+        ZstdRing::with_ring(inner, level, ring_len)
+    }
+
+    /// [`new`](Self::new) with the ring's length for a window given by `ring_len` (a test
+    /// tries one shorter than the window).
+    fn with_ring(inner: W, level: i32, ring_len: fn(usize) -> usize) -> io::Result<ZstdRing<W>> {
         // SAFETY: ZSTD_createCCtx takes no arguments; a null result is handled.
         let context = NonNull::new(unsafe { sys::ZSTD_createCCtx() })
             .map(Context)
@@ -155,10 +162,10 @@ impl<W: Write> ZstdRing<W> {
         );
         // SAFETY: `src` is `held` readable bytes; `dst` is `capacity` writable bytes, room
         // for a compressed block of that size with the frame header and checksum
-        // (ZSTD_compressBound plus 32: `filled` stays under WRITE_AT). The window behind
-        // `src` is unchanged since zstd saw it: the ring is never reallocated, and a block is
-        // written only where the ring's oldest bytes are, more than a window behind
-        // (`ring_len`).
+        // (ZSTD_compressBound plus 32: `filled` stays under WRITE_AT). The earlier blocks
+        // zstd keeps pointers to are where it saw them (the ring is never reallocated) and
+        // unchanged, except where `src` itself lies: zstd detects that overlap and forgets
+        // that part of its history (the buffer-less interface's documented behaviour).
         let written = check(unsafe {
             if last {
                 sys::ZSTD_compressEnd(context, dst, capacity, src, self.held)
@@ -223,6 +230,24 @@ mod tests {
         let frame = compress(&text, 1, 1 << 20);
         assert_eq!(zstd::decode_all(&frame[..]).unwrap(), text);
         assert!(frame.len() < text.len() / 4, "compressed: {}", frame.len());
+    }
+
+    fn compress_with_ring(text: &[u8], level: i32, ring_len: fn(usize) -> usize) -> Vec<u8> {
+        let mut ring = ZstdRing::with_ring(Vec::new(), level, ring_len).unwrap();
+        for piece in text.chunks(100_000) {
+            ring.write_all(piece).unwrap();
+        }
+        ring.finish().unwrap()
+    }
+
+    #[test]
+    fn a_ring_shorter_than_the_window_still_makes_a_valid_frame() {
+        // zstd sees where each block is and forgets the history a block overwrites, so the
+        // frame is right whatever the ring's length; the length only decides how much of the
+        // window is there to match against.
+        let text = trace_like(3 << 20);
+        let frame = compress_with_ring(&text, 3, |_| 2 * BLOCK);
+        assert_eq!(zstd::decode_all(&frame[..]).unwrap(), text);
     }
 
     #[test]
