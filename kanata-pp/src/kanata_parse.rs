@@ -290,7 +290,7 @@ pub(crate) fn trim(s: &[u8]) -> &[u8] {
 
 /// Parses a decimal integer with optional sign after trimming; `canonical` is false when the
 /// text was not already plain (padding, `+`, leading zeros).
-#[inline]
+#[inline(always)]
 pub(crate) fn parse_int(field: &[u8]) -> Option<(i64, bool)> {
     // Fast path: plain digits, the canonical form, or digits padded on the left with spaces.
     let padding = leading_spaces(field);
@@ -751,6 +751,7 @@ fn split_on_spaces(line: &[u8]) -> Fields<'_> {
     }
 }
 
+#[inline(always)]
 fn int_field(
     f: &Fields<'_>,
     index: usize,
@@ -781,6 +782,7 @@ fn int_field(
 
 /// Q20: a lane must be a non-negative decimal; `00` or `+1` is written plain. Padding
 /// around it is Q1's (Konata trims it, so draws the same lane).
+#[inline(always)]
 fn lane_field(
     f: &Fields<'_>,
     lineno: u64,
