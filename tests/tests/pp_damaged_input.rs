@@ -2,14 +2,15 @@
 //! panic, and no half-written output). Logs of each kind kanata-pp reads (a sloppy Kanata log,
 //! a canonical one, a gem5 O3PipeView trace, an RSD raw log) are damaged at random: bytes
 //! changed to the ones the formats care about, lines deleted, repeated, swapped or cut, the
-//! file truncated. Whatever the damage, the conversion either succeeds with a canonical
-//! output that Konata loads without a warning, or fails with an error and leaves no file.
+//! file truncated, and converted with random clean-up flags, `--strict` and `--deps`.
+//! Whatever the damage, the conversion either succeeds with a canonical output that Konata
+//! loads without a warning, or fails with an error and leaves no file.
 
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, Once};
 
-use kanata_pp::{convert, Destination, Options};
+use kanata_pp::{convert, CloseOpen, Destination, Options, Repairs};
 use kanata_tests::canonical::{self, Options as Form};
 use proptest::prelude::*;
 use proptest::test_runner::FileFailurePersistence;
@@ -155,9 +156,55 @@ fn watch_panics() {
     });
 }
 
-/// Converts `input` (with `--deps` when `deps`); fails the case on a panic, on an output
-/// that is not canonical, or on a failure that leaves a file behind.
-fn check_conversion(input: &[u8], deps: bool) -> Result<(), TestCaseError> {
+/// The settings a conversion may run with: the clean-up flags, `--strict` and `--deps`.
+#[derive(Clone, Debug)]
+struct Settings {
+    late_window: u64,
+    renumber_retire: bool,
+    close_open: Option<CloseOpen>,
+    dedupe: bool,
+    stretch_zero: bool,
+    compact: bool,
+    strict: bool,
+    deps: bool,
+}
+
+fn settings() -> impl Strategy<Value = Settings> {
+    let close_open = prop_oneof![
+        Just(None),
+        Just(Some(CloseOpen::Flush)),
+        Just(Some(CloseOpen::Retire))
+    ];
+    (
+        prop::sample::select(&[0u64, 1, 64][..]),
+        any::<bool>(),
+        close_open,
+        any::<[bool; 5]>(),
+    )
+        .prop_map(
+            |(
+                late_window,
+                renumber_retire,
+                close_open,
+                [dedupe, stretch_zero, compact, strict, deps],
+            )| {
+                Settings {
+                    late_window,
+                    renumber_retire,
+                    close_open,
+                    dedupe,
+                    stretch_zero,
+                    compact,
+                    strict,
+                    deps,
+                }
+            },
+        )
+}
+
+/// Converts `input` with `settings`; fails the case on a panic, on an output that is not
+/// canonical, or on a failure that leaves a file behind.
+fn check_conversion(input: &[u8], settings: &Settings) -> Result<(), TestCaseError> {
     watch_panics();
     let _turn = ONE_AT_A_TIME
         .lock()
@@ -167,7 +214,16 @@ fn check_conversion(input: &[u8], deps: bool) -> Result<(), TestCaseError> {
     std::fs::write(&path, input).expect("write input");
     let out = dir.path().join("out.kanata");
     let mut options = Options::new(Destination::Path(out.clone()));
-    options.gem5.deps = deps;
+    let mut repairs = Repairs::default();
+    repairs.late_window = settings.late_window;
+    repairs.renumber_retire = settings.renumber_retire;
+    repairs.close_open = settings.close_open;
+    repairs.dedupe = settings.dedupe;
+    repairs.stretch_zero = settings.stretch_zero;
+    repairs.compact = settings.compact;
+    options.repairs = repairs;
+    options.strict = settings.strict;
+    options.gem5.deps = settings.deps;
     let result = std::panic::catch_unwind(|| convert(&path, &options));
     prop_assert!(
         !PANICKED.swap(false, Ordering::SeqCst) && result.is_ok(),
@@ -180,7 +236,7 @@ fn check_conversion(input: &[u8], deps: bool) -> Result<(), TestCaseError> {
             // kanata-pp keeps its input's simulator ids, negative ones too.
             let form = Form {
                 negative_ids: true,
-                ..Form::STRICT
+                compact: settings.compact,
             };
             if let Err(violations) = canonical::check_with(&text, form) {
                 return Err(TestCaseError::fail(format!(
@@ -218,30 +274,33 @@ proptest! {
 
     #[test]
     fn a_damaged_sloppy_kanata_log_converts_or_fails_cleanly(
-        damages in prop::collection::vec(damage(), 1..8)
+        damages in prop::collection::vec(damage(), 1..8),
+        settings in settings(),
     ) {
-        check_conversion(&apply(&sample("sloppy.log"), &damages), false)?;
+        check_conversion(&apply(&sample("sloppy.log"), &damages), &settings)?;
     }
 
     #[test]
     fn a_damaged_canonical_kanata_log_converts_or_fails_cleanly(
-        damages in prop::collection::vec(damage(), 1..8)
+        damages in prop::collection::vec(damage(), 1..8),
+        settings in settings(),
     ) {
-        check_conversion(&apply(&sample("pipeline_sim.kanata"), &damages), false)?;
+        check_conversion(&apply(&sample("pipeline_sim.kanata"), &damages), &settings)?;
     }
 
     #[test]
     fn a_damaged_gem5_trace_converts_or_fails_cleanly(
         damages in prop::collection::vec(damage(), 1..8),
-        deps in any::<bool>(),
+        settings in settings(),
     ) {
-        check_conversion(&apply(GEM5.as_bytes(), &damages), deps)?;
+        check_conversion(&apply(GEM5.as_bytes(), &damages), &settings)?;
     }
 
     #[test]
     fn a_damaged_rsd_log_converts_or_fails_cleanly(
-        damages in prop::collection::vec(damage(), 1..8)
+        damages in prop::collection::vec(damage(), 1..8),
+        settings in settings(),
     ) {
-        check_conversion(&apply(RSD.as_bytes(), &damages), false)?;
+        check_conversion(&apply(RSD.as_bytes(), &damages), &settings)?;
     }
 }
