@@ -87,6 +87,7 @@
 
 mod exlog;
 mod order;
+mod packed;
 mod read;
 mod record;
 mod replay;
@@ -103,6 +104,7 @@ use kanata_writer::{Finished, WriterBuilder};
 
 use self::exlog::ExLogs;
 use self::order::{Clock, Emitter, Event, Handle, Placed};
+use self::packed::{Arena, PackedRef};
 use self::read::FastLine;
 use self::record::{Fate, Record, StageName};
 use self::window::{Key, Window};
@@ -211,18 +213,13 @@ enum Waiting {
     Record(Box<Record>),
     /// A BOOM instruction still in flight.
     Boom(Box<BoomInsn>),
+    /// A finished record, packed (see `packed`): most records, once the clock is known.
+    Packed(PackedRef),
 }
 
 impl Waiting {
     fn complete(&self) -> bool {
-        matches!(self, Waiting::Record(_))
-    }
-
-    fn fetch_tick(&self) -> u64 {
-        match self {
-            Waiting::Record(r) => r.fetch_tick,
-            Waiting::Boom(b) => b.fetch_tick,
-        }
+        matches!(self, Waiting::Record(_) | Waiting::Packed(_))
     }
 }
 
@@ -311,6 +308,9 @@ pub(crate) struct Gem5Converter<W: Write + Send + 'static> {
     marker: memchr::memmem::Finder<'static>,
     /// The events of the instruction being written (kept for its buffer).
     events: Vec<(i64, Event)>,
+    /// The packed records waiting, and the buffer a record is packed in.
+    packed: Arena,
+    packing: Vec<u8>,
 }
 
 impl<W: Write + Send + 'static> Gem5Converter<W> {
@@ -341,6 +341,8 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             high_water: HighWater::default(),
             marker: memchr::memmem::Finder::new(MARKER),
             events: Vec::new(),
+            packed: Arena::default(),
+            packing: Vec::new(),
         })
     }
 
@@ -646,6 +648,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             self.in_flight.insert(key);
             self.wait(
                 key,
+                fetch.tick,
                 Waiting::Boom(Box::new(BoomInsn {
                     seq,
                     line: lineno,
@@ -721,10 +724,18 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     }
 
     fn store_completion(&mut self, seq: u64, tick: u64, lineno: u64, diag: &mut Diagnostics) {
-        match self.last_key(seq).and_then(|key| self.waiting.get_mut(key)) {
+        let key = self.last_key(seq);
+        if let Some(Waiting::Packed(at)) = key.and_then(|key| self.waiting.get(key)) {
+            // A store completion for a gem5 record (a mixed trace): back to a `Record`.
+            let record = self.unpack(*at);
+            if let Some(waiting) = key.and_then(|key| self.waiting.get_mut(key)) {
+                *waiting = Waiting::Record(record);
+            }
+        }
+        match key.and_then(|key| self.waiting.get_mut(key)) {
             Some(Waiting::Record(record)) => record.stores.set(&[tick]),
             Some(Waiting::Boom(insn)) => insn.store = Some(tick),
-            None => self.orphan(seq, "store-comp", lineno, diag),
+            Some(Waiting::Packed(_)) | None => self.orphan(seq, "store-comp", lineno, diag),
         }
     }
 
@@ -766,8 +777,8 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         self.waiting.last_key(seq)
     }
 
-    fn wait(&mut self, key: Key, waiting: Waiting) {
-        self.waiting.insert(key, waiting.fetch_tick(), waiting);
+    fn wait(&mut self, key: Key, fetch_tick: u64, waiting: Waiting) {
+        self.waiting.insert(key, fetch_tick, waiting);
         self.high_water.waiting = self.high_water.waiting.max(self.waiting.len());
     }
 
@@ -788,7 +799,22 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             return Ok(());
         }
         let key = self.new_key(seq, line, diag);
-        self.wait(key, waiting);
+        let fetch_tick = record.fetch_tick;
+        // Packed once the clock is known: the clock's detection reads the waiting records.
+        let waiting = match waiting {
+            Waiting::Record(record) if self.clock.is_some() => {
+                self.packing.clear();
+                if record.pack(&mut self.packing) {
+                    let at = self.packed.push(&self.packing);
+                    self.emitter.recycle(record);
+                    Waiting::Packed(at)
+                } else {
+                    Waiting::Record(record)
+                }
+            }
+            other => other,
+        };
+        self.wait(key, fetch_tick, waiting);
         self.settle(diag)
     }
 
@@ -823,6 +849,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             }
             let record = match waiting {
                 Waiting::Record(record) => record,
+                Waiting::Packed(at) => self.unpack(at),
                 Waiting::Boom(insn) => {
                     let record = Box::new(insn.into_record(None));
                     report_truncated(diag, &record, "at the end of the input");
@@ -837,6 +864,17 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             self.emitter.release(watermark)?;
         }
         Ok(())
+    }
+
+    /// A packed record back in a `Record` (a spare one when there is one).
+    fn unpack(&mut self, at: PackedRef) -> Box<Record> {
+        let mut record = self
+            .emitter
+            .spare()
+            .unwrap_or_else(|| Box::new(Record::fetch(0, 0, 0, "", "", "")));
+        record.unpack(self.packed.get(at));
+        self.packed.release(at);
+        record
     }
 
     /// The cycle below which no instruction to come has an event (see the module docs).
@@ -900,6 +938,11 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         for (_, waiting) in self.waiting.in_order() {
             match waiting {
                 Waiting::Record(record) => record.ticks(&mut ticks),
+                Waiting::Packed(at) => {
+                    let mut record = Record::fetch(0, 0, 0, "", "", "");
+                    record.unpack(self.packed.get(*at));
+                    record.ticks(&mut ticks);
+                }
                 Waiting::Boom(insn) => {
                     ticks.insert(insn.fetch_tick);
                     ticks.extend(insn.stages.iter().copied().filter(|&t| t != 0));

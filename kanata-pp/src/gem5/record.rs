@@ -6,6 +6,7 @@ use std::fmt::Write as _;
 
 use super::exlog::{self, ExEntry};
 use super::order::Handle;
+use super::packed::{put_tick, put_varint, take_tick, take_varint};
 
 /// The stages Konata draws for a gem5 record (lane 0), plus the two of `--deps` (lane 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -377,6 +378,120 @@ impl Record {
         }
     }
 
+    /// Appends the record packed (see `packed`), or returns false, appending nothing, when it
+    /// has what packing leaves out: notes, register keys, more than one store tick, stages on
+    /// the heap, arrows.
+    pub(crate) fn pack(&self, out: &mut Vec<u8>) -> bool {
+        if !self.notes.is_empty()
+            || !self.sources.is_empty()
+            || !self.destinations.is_empty()
+            || !self.stores.rest.is_empty()
+            || self.stages.len > STAGES_IN_PLACE
+            || self.handle.is_some()
+            || !self.depends.is_empty()
+        {
+            return false;
+        }
+        let base = self.fetch_tick;
+        put_varint(out, self.seq);
+        put_varint(out, self.line);
+        put_varint(out, self.fetch_tick);
+        put_tick(out, base, self.current);
+        put_varint(out, self.tid.map_or(0, |t| u64::from(t) + 1));
+        match self.fate {
+            Fate::Open => out.push(0),
+            Fate::Retired { tick } => {
+                out.push(1);
+                put_tick(out, base, tick);
+            }
+            Fate::Flushed { tick } => {
+                out.push(2);
+                put_tick(out, base, tick);
+            }
+        }
+        for value in [self.stores.first, self.complete] {
+            match value {
+                None => out.push(0),
+                Some(tick) => {
+                    out.push(1);
+                    put_tick(out, base, tick);
+                }
+            }
+        }
+        out.push(self.stages.len as u8);
+        for stage in self.stages.as_slice() {
+            out.push(stage.name.index() as u8 | if stage.end.is_some() { 0x80 } else { 0 });
+            put_tick(out, base, stage.start);
+            if let Some(end) = stage.end {
+                put_tick(out, base, end);
+            }
+        }
+        put_varint(out, self.name_len as u64);
+        put_varint(out, self.labels.len() as u64);
+        out.extend_from_slice(self.labels.as_bytes());
+        true
+    }
+
+    /// Makes this record the one `bytes` (from [`pack`](Self::pack)) holds, reusing its
+    /// buffers.
+    pub(crate) fn unpack(&mut self, mut bytes: &[u8]) {
+        let bytes = &mut bytes;
+        self.seq = take_varint(bytes);
+        self.line = take_varint(bytes);
+        self.fetch_tick = take_varint(bytes);
+        let base = self.fetch_tick;
+        self.current = take_tick(bytes, base);
+        self.tid = match take_varint(bytes) {
+            0 => None,
+            t => Some((t - 1) as u32),
+        };
+        let (&fate, rest) = bytes.split_first().expect("a packed record is whole");
+        *bytes = rest;
+        self.fate = match fate {
+            0 => Fate::Open,
+            1 => Fate::Retired {
+                tick: take_tick(bytes, base),
+            },
+            _ => Fate::Flushed {
+                tick: take_tick(bytes, base),
+            },
+        };
+        let optional = |bytes: &mut &[u8]| {
+            let (&flag, rest) = bytes.split_first().expect("a packed record is whole");
+            *bytes = rest;
+            (flag == 1).then(|| take_tick(bytes, base))
+        };
+        let store = optional(bytes);
+        self.stores.set(store.as_slice());
+        self.complete = optional(bytes);
+        let (&count, rest) = bytes.split_first().expect("a packed record is whole");
+        *bytes = rest;
+        self.stages.clear();
+        for _ in 0..count {
+            let (&name, rest) = bytes.split_first().expect("a packed record is whole");
+            *bytes = rest;
+            let start = take_tick(bytes, base);
+            let end = (name & 0x80 != 0).then(|| take_tick(bytes, base));
+            self.stages.push(TickStage {
+                name: StageName::ALL[usize::from(name & 0x7f)],
+                start,
+                end,
+            });
+        }
+        self.name_len = take_varint(bytes) as usize;
+        let len = take_varint(bytes) as usize;
+        reuse(&mut self.labels);
+        self.labels
+            .push_str(std::str::from_utf8(&bytes[..len]).expect("labels were a String"));
+        self.notes.clear();
+        reuse(&mut self.note_text);
+        self.sources.clear();
+        self.destinations.clear();
+        reuse(&mut self.keys);
+        self.handle = None;
+        self.depends.clear();
+    }
+
     /// The name label, `<pc>: <disassembly>`.
     pub(crate) fn name(&self) -> &str {
         &self.labels[..self.name_len]
@@ -634,5 +749,65 @@ mod tests {
             ]
         );
         assert_eq!(r.notes_of(2).count(), 1);
+    }
+
+    /// Everything writing a record reads, to compare two records.
+    fn seen(r: &Record) -> String {
+        format!(
+            "{} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            r.seq,
+            r.line,
+            r.fetch_tick,
+            r.name(),
+            r.detail(),
+            r.tid,
+            r.stages.as_slice(),
+            r.current,
+            r.fate,
+            r.stores.iter().collect::<Vec<_>>(),
+            r.complete
+        )
+    }
+
+    #[test]
+    fn a_packed_record_unpacks_into_a_used_one_as_it_was() {
+        let mut open = Record::fetch(u64::MAX, 3, 5_000, "0x10", "1", " ld a5, 8(sp)");
+        open.stage("decode", StageName::Dc, 4_000, None); // out of order: a note in the label
+        open.tid = Some(7);
+        let mut flushed = Record::fetch(12, 40, 1_000, "0x14", "0", " c.mv a1, a5");
+        flushed.stage("decode", StageName::Dc, 1_500, None);
+        flushed.retire(0, &[], None);
+        let mut retired = Record::fetch(13, 47, u64::MAX - 10, "0x18", "0", " sd a5, 16(sp)");
+        retired.stage("complete", StageName::Cm, u64::MAX - 5, None);
+        retired.retire(u64::MAX, &[u64::MAX - 1], None);
+        retired.finish_detail();
+        let mut fetched_at_zero = Record::fetch(14, 50, 0, "0x1c", "0", " nop");
+        fetched_at_zero.stage("decode", StageName::Dc, 2_000, None);
+        fetched_at_zero.retire(3_000, &[], None);
+
+        // Unpacked into a record that held something else, with more stages.
+        let mut used = Record::fetch(99, 99, 99, "0x99", "9", " mul");
+        for (command, name, tick) in [
+            ("decode", StageName::Dc, 100),
+            ("rename", StageName::Rn, 101),
+            ("dispatch", StageName::Ds, 102),
+            ("issue", StageName::Is, 103),
+            ("complete", StageName::Cm, 104),
+        ] {
+            used.stage(command, name, tick, None);
+        }
+        used.retire(105, &[106, 107], None);
+        for record in [&open, &flushed, &retired, &fetched_at_zero] {
+            let mut bytes = Vec::new();
+            assert!(record.pack(&mut bytes));
+            used.unpack(&bytes);
+            assert_eq!(seen(&used), seen(record));
+        }
+        // A record with what packing leaves out is not packed.
+        let mut two_stores = Record::fetch(15, 60, 1_000, "0x20", "0", " sd");
+        two_stores.retire(2_000, &[2_100, 2_200], None);
+        let mut bytes = Vec::new();
+        assert!(!two_stores.pack(&mut bytes), "two store ticks");
+        assert!(bytes.is_empty());
     }
 }
