@@ -71,10 +71,11 @@ impl Clock {
 pub(crate) type Handle = Rc<Cell<Option<InsnId>>>;
 
 /// Events whose cycle is this far ahead of the last one written wait in an ordered map
-/// instead of the ring of cycles. A bucket's memory is reused once per turn of the ring, so a
-/// shorter ring keeps it in the cache (1,024 cycles: about 10 % slower on the 200 MB trace), while a
-/// longer one keeps more events out of the map: 256 holds the whole life of 99 % of the
-/// instructions in the spec's real gem5 sample (about 230 cycles at the 99th percentile).
+/// instead of the ring of cycles. A bucket's memory is reused once per turn of the ring, so
+/// a shorter ring keeps it in the cache (1,024 cycles: about 10 % slower on the 200 MB
+/// trace), while a longer one keeps more events out of the map: 256 holds the whole life of
+/// 99 % of the instructions in the spec's real gem5 sample (about 230 cycles at the 99th
+/// percentile).
 const RING: usize = 256;
 
 /// One thing to write for an instruction, at a cycle.
