@@ -118,7 +118,7 @@ pub struct Cli {
     pub strip_prefix: Option<String>,
 
     /// gem5: how many records may wait to be placed in order (default 16384, as Konata).
-    /// Smaller is faster (about twice at 2048); a record later than that is reported (G1).
+    /// Smaller is faster (about 1.2x at 2048); a record later than that is reported (G1).
     #[arg(long, value_name = "N", default_value_t = 16_384)]
     pub window: usize,
 
