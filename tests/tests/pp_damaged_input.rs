@@ -2,7 +2,8 @@
 //! panic, and no half-written output). Logs of each kind kanata-pp reads (a sloppy Kanata log,
 //! a canonical one, a gem5 O3PipeView trace, an RSD raw log) are damaged at random: bytes
 //! changed to the ones the formats care about, lines deleted, repeated, swapped or cut, the
-//! file truncated, and converted with random clean-up flags, `--strict` and `--deps`.
+//! file truncated, and converted with random clean-up flags, `--strict`, `--deps` and
+//! `--ticks-per-cycle`.
 //! Whatever the damage, the conversion either succeeds with a canonical output that Konata
 //! loads without a warning, or fails with an error and leaves no file.
 
@@ -167,6 +168,9 @@ struct Settings {
     compact: bool,
     strict: bool,
     deps: bool,
+    /// gem5: `--ticks-per-cycle 500` (the clock known from the first record, so that the
+    /// records wait packed), else detected.
+    clock_given: bool,
 }
 
 fn settings() -> impl Strategy<Value = Settings> {
@@ -179,14 +183,14 @@ fn settings() -> impl Strategy<Value = Settings> {
         prop::sample::select(&[0u64, 1, 64][..]),
         any::<bool>(),
         close_open,
-        any::<[bool; 5]>(),
+        any::<[bool; 6]>(),
     )
         .prop_map(
             |(
                 late_window,
                 renumber_retire,
                 close_open,
-                [dedupe, stretch_zero, compact, strict, deps],
+                [dedupe, stretch_zero, compact, strict, deps, clock_given],
             )| {
                 Settings {
                     late_window,
@@ -197,6 +201,7 @@ fn settings() -> impl Strategy<Value = Settings> {
                     compact,
                     strict,
                     deps,
+                    clock_given,
                 }
             },
         )
@@ -224,6 +229,7 @@ fn check_conversion(input: &[u8], settings: &Settings) -> Result<(), TestCaseErr
     options.repairs = repairs;
     options.strict = settings.strict;
     options.gem5.deps = settings.deps;
+    options.gem5.ticks_per_cycle = settings.clock_given.then_some(500);
     let result = std::panic::catch_unwind(|| convert(&path, &options));
     prop_assert!(
         !PANICKED.swap(false, Ordering::SeqCst) && result.is_ok(),
