@@ -3,12 +3,12 @@
 //! A record waits a whole window (16,384 instructions by default) between being read and
 //! being written. As a `Record` it takes about 700 bytes in scattered allocations, so the
 //! waiting records outgrow the processor's cache and each is a string of cache misses when it
-//! is written (`--window 2048` converts twice as fast). Packed, a plain record (no notes, no
-//! register keys, at most one store tick) is its numbers as variable-length deltas and its
-//! label text, about 150 bytes, appended to a chunk in the order records finish, which is
-//! nearly the order they are written: the chunks are read back as a stream. A packed record
-//! is unpacked into a spare `Record` when it is written, so everything after that is as
-//! before.
+//! is written (`--window 2048` converted twice as fast). Packed, a record is its numbers as
+//! variable-length deltas and its texts (labels, notes, register keys), about 150 bytes for
+//! a plain one, appended to a chunk in the order records finish, which is nearly the order
+//! they are written: the chunks are read back as a stream. A packed record is unpacked into
+//! a spare `Record` when it is written, so everything after that is as before. (A record
+//! with several store ticks or more than eight stages, which are rare, waits unpacked.)
 
 /// Where a packed record is: its chunk and its offset there. The bytes start with their
 /// length.

@@ -379,13 +379,9 @@ impl Record {
     }
 
     /// Appends the record packed (see `packed`), or returns false, appending nothing, when it
-    /// has what packing leaves out: notes, register keys, more than one store tick, stages on
-    /// the heap, arrows.
+    /// has what packing leaves out: more than one store tick, stages on the heap, arrows.
     pub(crate) fn pack(&self, out: &mut Vec<u8>) -> bool {
-        if !self.notes.is_empty()
-            || !self.sources.is_empty()
-            || !self.destinations.is_empty()
-            || !self.stores.rest.is_empty()
+        if !self.stores.rest.is_empty()
             || self.stages.len > STAGES_IN_PLACE
             || self.handle.is_some()
             || !self.depends.is_empty()
@@ -426,9 +422,27 @@ impl Record {
                 put_tick(out, base, end);
             }
         }
+        put_varint(out, self.notes.len() as u64);
+        for &(stage, start, end) in &self.notes {
+            put_varint(out, u64::from(stage));
+            put_varint(out, start as u64);
+            put_varint(out, end as u64);
+        }
+        for ranges in [&self.sources, &self.destinations] {
+            put_varint(out, ranges.len() as u64);
+            for &(start, end) in ranges {
+                put_varint(out, start as u64);
+                put_varint(out, end as u64);
+            }
+        }
         put_varint(out, self.name_len as u64);
-        put_varint(out, self.labels.len() as u64);
-        out.extend_from_slice(self.labels.as_bytes());
+        // The texts last, one after the other, so that one UTF-8 check takes them back.
+        for text in [&self.labels, &self.note_text, &self.keys] {
+            put_varint(out, text.len() as u64);
+        }
+        for text in [&self.labels, &self.note_text, &self.keys] {
+            out.extend_from_slice(text.as_bytes());
+        }
         true
     }
 
@@ -478,16 +492,37 @@ impl Record {
                 end,
             });
         }
-        self.name_len = take_varint(bytes) as usize;
-        let len = take_varint(bytes) as usize;
-        reuse(&mut self.labels);
-        self.labels
-            .push_str(std::str::from_utf8(&bytes[..len]).expect("labels were a String"));
         self.notes.clear();
-        reuse(&mut self.note_text);
-        self.sources.clear();
-        self.destinations.clear();
-        reuse(&mut self.keys);
+        for _ in 0..take_varint(bytes) {
+            let stage = take_varint(bytes) as u32;
+            let start = take_varint(bytes) as usize;
+            let end = take_varint(bytes) as usize;
+            self.notes.push((stage, start, end));
+        }
+        for ranges in [&mut self.sources, &mut self.destinations] {
+            ranges.clear();
+            for _ in 0..take_varint(bytes) {
+                let start = take_varint(bytes) as usize;
+                let end = take_varint(bytes) as usize;
+                ranges.push((start, end));
+            }
+        }
+        self.name_len = take_varint(bytes) as usize;
+        let labels_len = take_varint(bytes) as usize;
+        let note_text_len = take_varint(bytes) as usize;
+        let keys_len = take_varint(bytes) as usize;
+        let texts = std::str::from_utf8(&bytes[..labels_len + note_text_len + keys_len])
+            .expect("packed from Strings");
+        let (labels, rest) = texts.split_at(labels_len);
+        let (note_text, keys) = rest.split_at(note_text_len);
+        for (buffer, text) in [
+            (&mut self.labels, labels),
+            (&mut self.note_text, note_text),
+            (&mut self.keys, keys),
+        ] {
+            reuse(buffer);
+            buffer.push_str(text);
+        }
         self.handle = None;
         self.depends.clear();
     }
@@ -753,8 +788,11 @@ mod tests {
 
     /// Everything writing a record reads, to compare two records.
     fn seen(r: &Record) -> String {
+        let notes: Vec<Vec<&str>> = (0..r.stages.len() as u32)
+            .map(|stage| r.notes_of(stage).collect())
+            .collect();
         format!(
-            "{} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
+            "{} {} {} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?} {:?}",
             r.seq,
             r.line,
             r.fetch_tick,
@@ -765,7 +803,10 @@ mod tests {
             r.current,
             r.fate,
             r.stores.iter().collect::<Vec<_>>(),
-            r.complete
+            r.complete,
+            notes,
+            r.sources().collect::<Vec<_>>(),
+            r.destinations().collect::<Vec<_>>(),
         )
     }
 
@@ -784,6 +825,28 @@ mod tests {
         let mut fetched_at_zero = Record::fetch(14, 50, 0, "0x1c", "0", " nop");
         fetched_at_zero.stage("decode", StageName::Dc, 2_000, None);
         fetched_at_zero.retire(3_000, &[], None);
+        // Notes, a memory completion and register keys, with text that is not ASCII.
+        let mut ex = ExEntry::default();
+        ex.push(
+            Some(1_500),
+            "1500: system.cpu.rename: [tid:0] [sn:16] Renaming arch reg 10 (IntRegClass) to \
+             physical reg 42 (IntRegClass)",
+        );
+        ex.push(
+            Some(1_700),
+            "1700: system.cpu.rename: [tid:0] [sn:16] Looking up IntRegClass arch reg 11, \
+             got phys reg 43 (IntRegClass)",
+        );
+        ex.push(
+            Some(2_500),
+            "2500: system.cpu.memDep0: Completed mem instruction [sn:16] \u{e9}.",
+        );
+        let mut noted = Record::fetch(16, 70, 1_000, "0x24", "0", " ld a0, 0(a1) \u{2192}");
+        noted.stage("rename", StageName::Rn, 2_000, Some(&mut ex));
+        noted.stage("complete", StageName::Cm, 2_200, Some(&mut ex));
+        noted.retire(3_000, &[], Some(&mut ex));
+        assert!(noted.sources().count() + noted.destinations().count() > 0);
+        assert!((0..8).any(|stage| noted.notes_of(stage).count() > 0));
 
         // Unpacked into a record that held something else, with more stages.
         let mut used = Record::fetch(99, 99, 99, "0x99", "9", " mul");
@@ -797,7 +860,7 @@ mod tests {
             used.stage(command, name, tick, None);
         }
         used.retire(105, &[106, 107], None);
-        for record in [&open, &flushed, &retired, &fetched_at_zero] {
+        for record in [&open, &flushed, &retired, &fetched_at_zero, &noted] {
             let mut bytes = Vec::new();
             assert!(record.pack(&mut bytes));
             used.unpack(&bytes);
