@@ -3,8 +3,8 @@
 //!
 //! Sequence numbers are nearly dense and records come at most a window late, so most
 //! entries sit in a ring indexed by sequence number from the lowest one waiting: inserting
-//! and taking the lowest cost no search, and a segment tree over the ring's slots keeps the
-//! smallest fetch tick. Duplicates (several CPUs) and sequence numbers out of the ring's
+//! and taking the lowest cost no search, and a tree of minima over the ring's slots, eight
+//! to a node, keeps the smallest fetch tick. Duplicates (several CPUs) and sequence numbers out of the ring's
 //! reach wait in an ordered map; the lowest key is the lower of both.
 
 use std::cmp::Reverse;
@@ -30,9 +30,11 @@ pub(super) struct Window<T> {
     ring: Vec<Option<T>>,
     base: u64,
     in_ring: usize,
-    /// The smallest fetch tick of each subtree of the ring's slots (a segment tree: node 1 is
-    /// the root, slot `i` is node `len + i`; `u64::MAX` for none).
-    smallest: Vec<u64>,
+    /// The smallest fetch tick of groups of the ring's slots, level by level: level 0 holds
+    /// each slot's (`u64::MAX` for none), each level above the smallest of every eight below,
+    /// up to one value at the top. Eight a node, a change touches a few cache lines, not a
+    /// binary tree's sixteen levels.
+    smallest: Vec<Vec<u64>>,
     far: BTreeMap<Key, Entry<T>>,
     /// Fetch ticks of the far entries, with entries already gone left in until they surface.
     far_fetch: BinaryHeap<Reverse<(u64, u64, Key)>>,
@@ -48,7 +50,14 @@ impl<T> Window<T> {
             ring: (0..len).map(|_| None).collect(),
             base: 0,
             in_ring: 0,
-            smallest: vec![u64::MAX; 2 * len],
+            smallest: {
+                let mut levels = vec![vec![u64::MAX; len]];
+                while levels.last().is_some_and(|level| level.len() > 1) {
+                    let above = levels.last().map_or(1, |level| level.len().div_ceil(8));
+                    levels.push(vec![u64::MAX; above]);
+                }
+                levels
+            },
             far: BTreeMap::new(),
             far_fetch: BinaryHeap::new(),
             next_stamp: 0,
@@ -67,18 +76,23 @@ impl<T> Window<T> {
         seq >= self.base && seq - self.base < self.ring.len() as u64
     }
 
-    /// Sets the fetch tick of a slot and the subtree minima above it.
+    /// Sets the fetch tick of a slot and the group minima above it.
     fn set_fetch(&mut self, slot: usize, tick: u64) {
-        let mut node = self.ring.len() + slot;
-        self.smallest[node] = tick;
-        node /= 2;
-        while node >= 1 {
-            let min = self.smallest[2 * node].min(self.smallest[2 * node + 1]);
-            if self.smallest[node] == min {
+        let mut at = slot;
+        self.smallest[0][at] = tick;
+        for level in 1..self.smallest.len() {
+            let group = at / 8;
+            let below = &self.smallest[level - 1];
+            let min = below[group * 8..below.len().min(group * 8 + 8)]
+                .iter()
+                .copied()
+                .min()
+                .unwrap_or(u64::MAX);
+            if self.smallest[level][group] == min {
                 break;
             }
-            self.smallest[node] = min;
-            node /= 2;
+            self.smallest[level][group] = min;
+            at = group;
         }
     }
 
@@ -173,7 +187,8 @@ impl<T> Window<T> {
 
     /// The smallest fetch tick waiting.
     pub(super) fn min_fetch(&mut self) -> Option<u64> {
-        let ring = Some(self.smallest[1]).filter(|&t| t != u64::MAX || self.in_ring > 0);
+        let top = self.smallest.last().map_or(u64::MAX, |level| level[0]);
+        let ring = Some(top).filter(|&t| t != u64::MAX || self.in_ring > 0);
         let mut far = None;
         while let Some(&Reverse((tick, stamp, key))) = self.far_fetch.peek() {
             if self.far.get(&key).is_some_and(|e| e.stamp == stamp) {
@@ -208,7 +223,8 @@ mod tests {
 
     #[test]
     fn the_window_gives_the_lowest_key_first_and_the_smallest_fetch_tick() {
-        for reach in [64, 4096] {
+        // 64 and 4096 slots make full groups of eight at every level; 128 does not.
+        for reach in [64, 128, 4096] {
             check_against_a_map(reach);
         }
     }
