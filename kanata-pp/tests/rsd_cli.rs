@@ -9,14 +9,7 @@ use common::run_in as run;
 
 /// A short raw log as RSD's dumper writes it: a store fetched, decoded and committed, and a
 /// younger op flushed in decode in the cycle its `L` comes (so its label follows its flush).
-const RAW: &str = "RSD_Kanata\t0000\n#\tS:\n#\tstage_id\tvalid\tstall\tclear\tiid\tmid\n\
-                   #\tL:\n#\tiid\tmid\tpc\tcode\n\
-                   C\t          1\n#\tcycle:0\nS\t0\t1\t0\t0\t1\t0\t\nS\t0\t1\t0\t0\t2\t0\t\n\
-                   C\t          1\n#\tcycle:1\nS\t1\t1\t0\t0\t1\t0\t\nS\t1\t1\t0\t0\t2\t0\t\n\
-                   C\t          1\n#\tcycle:2\nS\t3\t1\t0\t0\t1\t0\tBr-pred-miss-id\\n\n\
-                   S\t3\t1\t0\t1\t2\t0\t\nL\t1\t0\t00001024\t00c12023\n\
-                   L\t2\t0\t00001028\t00c686b3\n\
-                   C\t          1\n#\tcycle:3\nS\t14\t1\t0\t0\t1\t0\t\\nrelease: p3, \n";
+const RAW: &str = include_str!("../../samples/rsd_raw.log");
 
 #[test]
 fn rsd_logs_are_detected_in_every_input_form_and_give_the_same_trace() {

@@ -59,16 +59,6 @@ O3PipeView:complete:4500
 O3PipeView:retire:5000:store:0
 ";
 
-/// An RSD raw log: a store fetched, decoded and committed, and a younger op flushed.
-const RSD: &str = "RSD_Kanata\t0000\n#\tS:\n#\tstage_id\tvalid\tstall\tclear\tiid\tmid\n\
-                   #\tL:\n#\tiid\tmid\tpc\tcode\n\
-                   C\t          1\n#\tcycle:0\nS\t0\t1\t0\t0\t1\t0\t\nS\t0\t1\t0\t0\t2\t0\t\n\
-                   C\t          1\n#\tcycle:1\nS\t1\t1\t0\t0\t1\t0\t\nS\t1\t1\t0\t0\t2\t0\t\n\
-                   C\t          1\n#\tcycle:2\nS\t3\t1\t0\t0\t1\t0\tBr-pred-miss-id\\n\n\
-                   S\t3\t1\t0\t1\t2\t0\t\nL\t1\t0\t00001024\t00c12023\n\
-                   L\t2\t0\t00001028\t00c686b3\n\
-                   C\t          1\n#\tcycle:3\nS\t14\t1\t0\t0\t1\t0\t\\nrelease: p3, \n";
-
 /// One piece of damage.
 #[derive(Clone, Debug)]
 enum Damage {
@@ -307,6 +297,6 @@ proptest! {
         damages in prop::collection::vec(damage(), 1..8),
         settings in settings(),
     ) {
-        check_conversion(&apply(RSD.as_bytes(), &damages), &settings)?;
+        check_conversion(&apply(&sample("rsd_raw.log"), &damages), &settings)?;
     }
 }
