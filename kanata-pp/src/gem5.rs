@@ -800,9 +800,14 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
         let key = self.new_key(seq, line, diag);
         let fetch_tick = record.fetch_tick;
-        // Packed once the clock is known: the clock's detection reads the waiting records.
+        // Packed once the clock is known (the clock's detection reads the waiting records),
+        // and while the packed records' chunks stay within a budget: four times what the
+        // window's records take packed, about 600 bytes a record.
+        let budget = self.options.window.saturating_mul(600).max(1 << 20);
         let waiting = match waiting {
-            Waiting::Record(record) if self.clock.is_some() => {
+            Waiting::Record(record)
+                if self.clock.is_some() && !self.packed.holds_more_than(budget) =>
+            {
                 self.packing.clear();
                 if record.pack(&mut self.packing) {
                     let at = self.packed.push(&self.packing);

@@ -25,7 +25,8 @@ struct Chunk {
     live: u32,
 }
 
-/// Bytes per chunk: a chunk is freed when its last record is written.
+/// Bytes per chunk: a chunk is freed when its last record is written. (4 KiB chunks measured
+/// 3-4 % slower; what waiting records keep depends on how long they wait, not on this.)
 const CHUNK: usize = 64 * 1024;
 
 /// The packed records, in chunks reused once empty.
@@ -38,6 +39,14 @@ pub(crate) struct Arena {
 }
 
 impl Arena {
+    /// Whether the chunks in use hold more than `bytes`. A record that waits long keeps its
+    /// chunk, and every chunk filled while it waits, in use: past a budget, the converter
+    /// stops packing until chunks come free, so that the chunks never hold more than a few
+    /// windows' worth of records.
+    pub(crate) fn holds_more_than(&self, bytes: usize) -> bool {
+        (self.chunks.len() - self.free.len()) * CHUNK > bytes
+    }
+
     /// Keeps `bytes` (one packed record) and says where.
     pub(crate) fn push(&mut self, bytes: &[u8]) -> PackedRef {
         let needed = bytes.len() + 4;
@@ -159,6 +168,32 @@ mod tests {
             }
         }
         assert!(bytes.is_empty());
+    }
+
+    #[test]
+    fn one_record_left_keeps_its_chunk_and_the_arena_says_how_much_is_held() {
+        let mut arena = Arena::default();
+        // About 65 records a chunk, 2,000 records: 31 chunks.
+        let record = vec![1u8; 1000];
+        let refs: Vec<PackedRef> = (0..2000).map(|_| arena.push(&record)).collect();
+        assert!(arena.holds_more_than(20 * CHUNK));
+        // All but one record in 50 released: each chunk still holds one.
+        let mut kept = Vec::new();
+        for (i, r) in refs.into_iter().enumerate() {
+            if i % 50 == 0 {
+                kept.push(r);
+            } else {
+                arena.release(r);
+            }
+        }
+        assert!(arena.holds_more_than(20 * CHUNK));
+        for r in kept {
+            arena.release(r);
+        }
+        assert!(
+            !arena.holds_more_than(CHUNK),
+            "only the current chunk is left"
+        );
     }
 
     #[test]
