@@ -592,27 +592,15 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
         self.skipping = false;
         self.fix_clock(fetch.tick);
-        let record = match self.emitter.spare() {
-            Some(mut record) => {
-                record.refill(
-                    fetch.seq,
-                    lineno,
-                    fetch.tick,
-                    fetch.address,
-                    fetch.upc,
-                    fetch.disassembly,
-                );
-                record
-            }
-            None => Box::new(Record::fetch(
-                fetch.seq,
-                lineno,
-                fetch.tick,
-                fetch.address,
-                fetch.upc,
-                fetch.disassembly,
-            )),
-        };
+        let mut record = self.spare_record();
+        record.refill(
+            fetch.seq,
+            lineno,
+            fetch.tick,
+            fetch.address,
+            fetch.upc,
+            fetch.disassembly,
+        );
         self.current = Some(record);
         Ok(())
     }
@@ -724,17 +712,11 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     }
 
     fn store_completion(&mut self, seq: u64, tick: u64, lineno: u64, diag: &mut Diagnostics) {
-        let key = self.last_key(seq);
-        if let Some(Waiting::Packed(at)) = key.and_then(|key| self.waiting.get(key)) {
-            // A store completion for a gem5 record (a mixed trace): back to a `Record`.
-            let record = self.unpack(*at);
-            if let Some(waiting) = key.and_then(|key| self.waiting.get_mut(key)) {
-                *waiting = Waiting::Record(record);
-            }
-        }
-        match key.and_then(|key| self.waiting.get_mut(key)) {
+        match self.last_key(seq).and_then(|key| self.waiting.get_mut(key)) {
             Some(Waiting::Record(record)) => record.stores.set(&[tick]),
             Some(Waiting::Boom(insn)) => insn.store = Some(tick),
+            // Store completions come only in BOOM's event stream, and records are packed
+            // only in gem5's record form: never met here.
             Some(Waiting::Packed(_)) | None => self.orphan(seq, "store-comp", lineno, diag),
         }
     }
@@ -871,12 +853,16 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         Ok(())
     }
 
-    /// A packed record back in a `Record` (a spare one when there is one).
-    fn unpack(&mut self, at: PackedRef) -> Box<Record> {
-        let mut record = self
-            .emitter
+    /// A record to fill: one written already, or a new one.
+    fn spare_record(&mut self) -> Box<Record> {
+        self.emitter
             .spare()
-            .unwrap_or_else(|| Box::new(Record::fetch(0, 0, 0, "", "", "")));
+            .unwrap_or_else(|| Box::new(Record::empty()))
+    }
+
+    /// A packed record back in a `Record`.
+    fn unpack(&mut self, at: PackedRef) -> Box<Record> {
+        let mut record = self.spare_record();
         record.unpack(self.packed.get(at));
         self.packed.release(at);
         record
@@ -944,7 +930,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             match waiting {
                 Waiting::Record(record) => record.ticks(&mut ticks),
                 Waiting::Packed(at) => {
-                    let mut record = Record::fetch(0, 0, 0, "", "", "");
+                    let mut record = Record::empty();
                     record.unpack(self.packed.get(*at));
                     record.ticks(&mut ticks);
                 }

@@ -131,6 +131,20 @@ impl StageTable {
     pub(crate) fn name(&self, stage: Stage) -> Option<&str> {
         self.names.get(stage.index()).map(|name| &**name)
     }
+
+    /// Appends the general encoder's `S` or `E` line (`command`) of `stage` for `insn` in
+    /// `lane` to `out`.
+    pub(crate) fn encode_line(
+        &self,
+        out: &mut Vec<u8>,
+        command: u8,
+        insn: u64,
+        lane: Lane,
+        stage: Stage,
+    ) {
+        let name = self.name(stage).unwrap_or_default();
+        crate::encode::stage(out, command, insn, lane.get(), name.as_bytes());
+    }
 }
 
 /// Konata splits lines on TAB and trims stage names, so a name with a TAB, a line break or

@@ -789,26 +789,14 @@ impl<W: Write> Writer<W> {
             self.out.lines += 1 + u64::from(previous.is_some() && !self.compact);
             return Ok(());
         }
-        let name = self.stages.name(stage).unwrap_or_default();
         self.out.scratch.clear();
         if let (Some(previous), false) = (previous, self.compact) {
-            let previous = self.stages.name(previous).unwrap_or_default();
-            encode::stage(
-                &mut self.out.scratch,
-                b'E',
-                insn.0,
-                lane.get(),
-                previous.as_bytes(),
-            );
+            self.stages
+                .encode_line(&mut self.out.scratch, b'E', insn.0, lane, previous);
             self.out.lines += 1;
         }
-        encode::stage(
-            &mut self.out.scratch,
-            b'S',
-            insn.0,
-            lane.get(),
-            name.as_bytes(),
-        );
+        self.stages
+            .encode_line(&mut self.out.scratch, b'S', insn.0, lane, stage);
         self.out.put_scratch();
         self.out.lines += 1;
         self.after_write()
@@ -853,15 +841,9 @@ impl<W: Write> Writer<W> {
         };
         self.out.sync_cycle();
         if !self.out.discard {
-            let name = self.stages.name(stage).unwrap_or_default();
             self.out.scratch.clear();
-            encode::stage(
-                &mut self.out.scratch,
-                b'E',
-                insn.0,
-                lane.get(),
-                name.as_bytes(),
-            );
+            self.stages
+                .encode_line(&mut self.out.scratch, b'E', insn.0, lane, stage);
             self.out.put_scratch();
         }
         self.out.lines += 1;
@@ -1041,14 +1023,8 @@ impl<W: Write> Writer<W> {
             if !self.compact {
                 for (lane, stage) in state.open_stages() {
                     if !self.out.discard {
-                        let name = self.stages.name(stage).unwrap_or_default();
-                        encode::stage(
-                            &mut self.out.scratch,
-                            b'E',
-                            insn.0,
-                            lane.get(),
-                            name.as_bytes(),
-                        );
+                        self.stages
+                            .encode_line(&mut self.out.scratch, b'E', insn.0, lane, stage);
                     }
                     self.out.lines += 1;
                 }

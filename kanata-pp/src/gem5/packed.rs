@@ -118,13 +118,19 @@ pub(crate) fn put_varint(out: &mut Vec<u8>, mut value: u64) {
     out.push(value as u8);
 }
 
+/// Reads one byte from the front of `bytes`.
+pub(crate) fn take_byte(bytes: &mut &[u8]) -> u8 {
+    let (&byte, rest) = bytes.split_first().expect("a packed record is whole");
+    *bytes = rest;
+    byte
+}
+
 /// Reads a LEB128 value from the front of `bytes`.
 pub(crate) fn take_varint(bytes: &mut &[u8]) -> u64 {
     let mut value = 0u64;
     let mut shift = 0;
     loop {
-        let (&byte, rest) = bytes.split_first().expect("a packed record is whole");
-        *bytes = rest;
+        let byte = take_byte(bytes);
         value |= u64::from(byte & 0x7f) << shift;
         if byte < 0x80 {
             return value;

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 
 use super::exlog::{self, ExEntry};
 use super::order::Handle;
-use super::packed::{put_tick, put_varint, take_tick, take_varint};
+use super::packed::{put_tick, put_varint, take_byte, take_tick, take_varint};
 
 /// The stages Konata draws for a gem5 record (lane 0), plus the two of `--deps` (lane 1).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -249,17 +249,25 @@ impl Record {
         upc: &str,
         disassembly: &str,
     ) -> Record {
-        let mut record = Record {
-            seq,
-            line,
-            fetch_tick: tick,
+        let mut record = Record::empty();
+        record.refill(seq, line, tick, address, upc, disassembly);
+        record
+    }
+
+    /// A record with nothing in it yet, to be [refilled](Self::refill) or
+    /// [unpacked](Self::unpack).
+    pub(crate) fn empty() -> Record {
+        Record {
+            seq: 0,
+            line: 0,
+            fetch_tick: 0,
             labels: String::new(),
             name_len: 0,
             tid: None,
             stages: Stages::new(),
             notes: Vec::new(),
             note_text: String::new(),
-            current: tick,
+            current: 0,
             fate: Fate::Open,
             stores: Stores::default(),
             complete: None,
@@ -268,9 +276,7 @@ impl Record {
             keys: String::new(),
             handle: None,
             depends: Vec::new(),
-        };
-        record.refill(seq, line, tick, address, upc, disassembly);
-        record
+        }
     }
 
     /// Makes this record the one a `fetch` line starts, reusing its buffers.
@@ -459,9 +465,7 @@ impl Record {
             0 => None,
             t => Some((t - 1) as u32),
         };
-        let (&fate, rest) = bytes.split_first().expect("a packed record is whole");
-        *bytes = rest;
-        self.fate = match fate {
+        self.fate = match take_byte(bytes) {
             0 => Fate::Open,
             1 => Fate::Retired {
                 tick: take_tick(bytes, base),
@@ -470,20 +474,13 @@ impl Record {
                 tick: take_tick(bytes, base),
             },
         };
-        let optional = |bytes: &mut &[u8]| {
-            let (&flag, rest) = bytes.split_first().expect("a packed record is whole");
-            *bytes = rest;
-            (flag == 1).then(|| take_tick(bytes, base))
-        };
+        let optional = |bytes: &mut &[u8]| (take_byte(bytes) == 1).then(|| take_tick(bytes, base));
         let store = optional(bytes);
         self.stores.set(store.as_slice());
         self.complete = optional(bytes);
-        let (&count, rest) = bytes.split_first().expect("a packed record is whole");
-        *bytes = rest;
         self.stages.clear();
-        for _ in 0..count {
-            let (&name, rest) = bytes.split_first().expect("a packed record is whole");
-            *bytes = rest;
+        for _ in 0..take_byte(bytes) {
+            let name = take_byte(bytes);
             let start = take_tick(bytes, base);
             let end = (name & 0x80 != 0).then(|| take_tick(bytes, base));
             self.stages.push(TickStage {
