@@ -69,9 +69,11 @@
 //!    order whenever fetch ticks grow with them, as they do for one gem5 CPU.) The heap
 //!    therefore holds only instructions in flight around `W`.
 //!
-//! Three threads share the work. A reading thread (`read`) splits the input into lines and
-//! parses the record lines of the common form; this thread keeps the records, the window and
-//! the calendar; the writer runs on a thread of its own (`replay`): the emitter sends it its
+//! Three threads share the work. A reading thread (`read`) splits the input into lines,
+//! parses the record lines of the common form and, for a record whose lines are all of that
+//! form, builds and packs it as this thread would (this thread takes it whole when nothing
+//! else, such as a debug line naming it, has a say in it); this thread keeps the records,
+//! the window and the calendar; the writer runs on a thread of its own (`replay`): the emitter sends it its
 //! calls in batches, and it encodes (and compresses) while this thread orders the next
 //! records. Records are reused once written, so reading allocates nothing per record; what
 //! writing a record reads (its stages, labels and store tick) is in one allocation, because a
@@ -358,7 +360,58 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     /// A line the reading thread has split and, if it is a record line in the common form,
     /// parsed (nearly every line of a gem5 trace is). Anything unusual takes the general
     /// path, which decides the same way for the lines the fast one accepts.
-    fn parsed_line(&mut self, line: read::Line<'_>, diag: &mut Diagnostics) -> Result<(), Error> {
+    ///
+    /// Returns how many lines were taken: those of the record the reading thread packed,
+    /// when it is taken whole, else this one.
+    fn parsed_line(
+        &mut self,
+        line: read::Line<'_>,
+        diag: &mut Diagnostics,
+    ) -> Result<usize, Error> {
+        let lineno = line.number;
+        if let (Some(record), Some(FastLine::Fetch { tick, seq, .. })) = (line.record, line.parsed)
+        {
+            if self.take_prepacked(record.bytes, seq, tick, lineno, diag)? {
+                return Ok(record.lines);
+            }
+        }
+        self.one_line(line, diag)?;
+        Ok(1)
+    }
+
+    /// A record the reading thread built and packed from lines in the common form, taken
+    /// as it is when these lines would have built it here and it would be packed: once the
+    /// clock is known, no record open, no debug lines kept for its sequence number, the
+    /// packed records within their budget. Returns false, having done nothing, otherwise.
+    fn take_prepacked(
+        &mut self,
+        bytes: &[u8],
+        seq: u64,
+        fetch_tick: u64,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<bool, Error> {
+        if self.mode != Mode::Records
+            || self.clock.is_none()
+            || self.current.is_some()
+            || self.ex.holds(seq)
+            || self.packed.holds_more_than(self.packing_budget())
+        {
+            return Ok(false);
+        }
+        self.skipping = false;
+        if !self.admit(seq, lineno, diag) {
+            return Ok(true);
+        }
+        let key = self.new_key(seq, lineno, diag);
+        let at = self.packed.push(bytes);
+        self.wait(key, fetch_tick, Waiting::Packed(at));
+        self.settle(diag)?;
+        Ok(true)
+    }
+
+    /// One line, without a record packed by the reading thread.
+    fn one_line(&mut self, line: read::Line<'_>, diag: &mut Diagnostics) -> Result<(), Error> {
         let lineno = line.number;
         if self.mode == Mode::Records {
             let done = match (line.parsed, line.text) {
@@ -770,25 +823,16 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             unreachable!("gem5 records only");
         };
         let (seq, line) = (record.seq, record.line);
-        if let Some((written, _)) = self.written.filter(|&(w, _)| seq < w) {
-            let window = self.options.window;
-            diag.report(Rule::G1, line, || {
-                format!(
-                    "instruction {seq} came after instruction {written} was written (more than \
-                     --window {window} instructions late): dropped"
-                )
-            });
+        if !self.admit(seq, line, diag) {
             return Ok(());
         }
         let key = self.new_key(seq, line, diag);
         let fetch_tick = record.fetch_tick;
         // Packed once the clock is known (the clock's detection reads the waiting records),
-        // and while the packed records' chunks stay within a budget: four times what the
-        // window's records take packed, about 600 bytes a record.
-        let budget = self.options.window.saturating_mul(600).max(1 << 20);
+        // and while the packed records' chunks stay within their budget.
         let waiting = match waiting {
             Waiting::Record(record)
-                if self.clock.is_some() && !self.packed.holds_more_than(budget) =>
+                if self.clock.is_some() && !self.packed.holds_more_than(self.packing_budget()) =>
             {
                 self.packing.clear();
                 if record.pack(&mut self.packing) {
@@ -803,6 +847,28 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         };
         self.wait(key, fetch_tick, waiting);
         self.settle(diag)
+    }
+
+    /// Whether a finished record `seq` may still be placed: one below an instruction already
+    /// written came too late, and is reported and dropped (G1).
+    fn admit(&self, seq: u64, line: u64, diag: &mut Diagnostics) -> bool {
+        let Some((written, _)) = self.written.filter(|&(w, _)| seq < w) else {
+            return true;
+        };
+        let window = self.options.window;
+        diag.report(Rule::G1, line, || {
+            format!(
+                "instruction {seq} came after instruction {written} was written (more than \
+                 --window {window} instructions late): dropped"
+            )
+        });
+        false
+    }
+
+    /// The bytes the packed records' chunks may take: four times what the window's records
+    /// take packed, about 600 bytes a record.
+    fn packing_budget(&self) -> usize {
+        self.options.window.saturating_mul(600).max(1 << 20)
     }
 
     /// Writes what the reorder window no longer needs to hold, then releases the events
@@ -1142,7 +1208,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
 
 impl<W: Write + Send + 'static> Converter<W> for Gem5Converter<W> {
     fn line(&mut self, line: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error> {
-        self.parsed_line(read::single_line(line, lineno), diag)
+        self.one_line(read::single_line(line, lineno), diag)
     }
 
     fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Finished<W>, Error> {

@@ -107,6 +107,11 @@ impl ExLogs {
     }
 
     /// The lines kept for `seq`, to be consumed by its record.
+    /// Whether anything is kept for `seq`.
+    pub(super) fn holds(&self, seq: u64) -> bool {
+        self.entries.contains_key(&seq)
+    }
+
     pub(super) fn get_mut(&mut self, seq: u64) -> Option<&mut ExEntry> {
         self.entries.get_mut(&seq)
     }

@@ -3,6 +3,12 @@
 //! converter, which keeps the records, the window and the output: with the writer's thread,
 //! the three halves of the work run on two cores instead of the converter doing two of them.
 //!
+//! The reading thread also builds and packs each record whose lines, from `fetch` to
+//! `retire`, are all of the common form and in one batch: the same `Record` calls the
+//! converter makes, on the thread with time to spare. The converter takes such a record
+//! whole when it would have built the same one from the lines (see
+//! `Gem5Converter::take_prepacked`), and reads the lines otherwise.
+//!
 //! Lines cross in batches: a block of the input (whole lines only, read straight into it)
 //! and, per line, its bounds and what the fast parse made of it. Batches come back empty to
 //! be filled again. The converter decides what a line means exactly as when it reads the
@@ -12,7 +18,7 @@
 use std::io::{self, Read};
 use std::sync::mpsc;
 
-use super::record::StageName;
+use super::record::{Record, StageName};
 use super::{plain_number, untrimmed_ascii, MARKER};
 use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
@@ -182,6 +188,10 @@ struct Batch {
     items: Vec<Item>,
     /// The number of the first line.
     first: u64,
+    /// The records whose lines are all in the common form, built and packed here.
+    records: Vec<Prepacked>,
+    /// Their packed bytes, one after the other.
+    packed: Vec<u8>,
     /// What stopped the reader after these lines: an error, or the end of the input (with
     /// the number of lines read).
     end: Option<Result<u64, Error>>,
@@ -193,6 +203,8 @@ impl Default for Batch {
             text: Text::Bytes(Vec::new()),
             items: Vec::new(),
             first: 1,
+            records: Vec::new(),
+            packed: Vec::new(),
             end: None,
         }
     }
@@ -205,6 +217,29 @@ pub(super) struct Line<'a> {
     /// The batch's text, when it is UTF-8 (always so when `parsed` is not `Other`).
     pub(super) text: Option<&'a str>,
     pub(super) parsed: Parsed,
+    /// The record this `fetch` line starts, packed, when its lines are all in the common
+    /// form and in this batch.
+    pub(super) record: Option<PackedLines<'a>>,
+}
+
+/// A record read and packed by the reading thread, from its `fetch` line to its `retire`
+/// line with only stage lines between: [`Record::pack`] of the record the converter would
+/// build from these lines when no debug line names it. The converter takes it whole, or
+/// reads its lines one by one as usual.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct PackedLines<'a> {
+    pub(super) bytes: &'a [u8],
+    /// How many lines it covers, the `fetch` line included.
+    pub(super) lines: usize,
+}
+
+/// Where a [`PackedLines`] is in its batch.
+#[derive(Clone, Copy, Debug)]
+struct Prepacked {
+    /// The index of its `fetch` line in the batch's items.
+    item: usize,
+    lines: usize,
+    bytes: Range,
 }
 
 /// `raw`, one line without its line end, as the reading thread hands lines over: for the
@@ -224,17 +259,19 @@ pub(super) fn single_line(raw: &[u8], number: u64) -> Line<'_> {
         raw: &raw[range.start..range.end],
         text,
         parsed,
+        record: None,
     }
 }
 
-/// Reads `input` on a second thread and hands every line, in order, to `line` on this one.
+/// Reads `input` on a second thread and hands every line, in order, to `line` on this one,
+/// which returns how many lines it took: 1, or those of the [`PackedLines`] it was given.
 /// Returns the number of lines read. Stops at the first error (from the input or from
 /// `line`), which is returned.
 pub(super) fn run(
     input: Box<dyn Read + Send>,
     diag: &mut Diagnostics,
     progress: &Progress,
-    mut line: impl FnMut(Line<'_>, &mut Diagnostics) -> Result<(), Error>,
+    mut line: impl FnMut(Line<'_>, &mut Diagnostics) -> Result<usize, Error>,
 ) -> Result<u64, Error> {
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
@@ -258,22 +295,34 @@ pub(super) fn run(
             Text::Utf8(text) => (text.as_bytes(), Some(text.as_str())),
             Text::Bytes(bytes) => (bytes.as_slice(), None),
         };
-        for (number, item) in (batch.first..).zip(&batch.items) {
-            line(
+        let mut records = batch.records.iter().peekable();
+        let mut index = 0;
+        while let Some(item) = batch.items.get(index) {
+            let number = batch.first + index as u64;
+            let record = records
+                .next_if(|record| record.item == index)
+                .map(|record| PackedLines {
+                    bytes: &batch.packed[record.bytes.start..record.bytes.end],
+                    lines: record.lines,
+                });
+            let taken = line(
                 Line {
                     number,
                     raw: &bytes[item.text.start..item.text.end],
                     text,
                     parsed: item.parsed,
+                    record,
                 },
                 diag,
             )?;
             if let Some(error) = crate::kanata_read::strict_error(diag) {
                 return Err(error);
             }
-            if number % 65_536 == 0 {
+            let taken = taken.max(1);
+            if (number - 1) / 65_536 != (number - 1 + taken as u64) / 65_536 {
                 progress.update();
             }
+            index += taken;
         }
         if let Some(end) = batch.end.take() {
             return end;
@@ -293,10 +342,13 @@ fn read_batches(
     // The start of a line read into the previous block.
     let mut carry: Vec<u8> = Vec::new();
     let mut number = 0u64;
+    let mut record = Record::empty();
     let mut eof = false;
     loop {
         let mut batch = empty.try_recv().unwrap_or_default();
         batch.items.clear();
+        batch.records.clear();
+        batch.packed.clear();
         batch.end = None;
         batch.first = number + 1;
         let mut buf = std::mem::replace(&mut batch.text, Text::Bytes(Vec::new())).into_bytes();
@@ -340,6 +392,7 @@ fn read_batches(
         batch.text = match String::from_utf8(buf) {
             Ok(text) => {
                 parse_lines(text.as_bytes(), batch.first, &mut batch.items);
+                prepack(&text, &mut batch, &mut record);
                 Text::Utf8(text)
             }
             Err(err) => Text::Bytes(err.into_bytes()),
@@ -413,6 +466,76 @@ fn parse_lines(block: &[u8], first: u64, items: &mut [Item]) {
     }
 }
 
+/// Builds and packs the records of a parsed block whose lines are all in the common form:
+/// a `fetch` line, stage lines, a `retire` line. This is the converter's own work for such a
+/// record (`Record::refill`, `stage`, `retire`, `pack`), done here because this thread has
+/// time to spare and the converter's sets the pace.
+fn prepack(text: &str, batch: &mut Batch, record: &mut Record) {
+    let items = &batch.items;
+    let mut index = 0;
+    while index < items.len() {
+        let start = index;
+        index += 1;
+        let Some(FastLine::Fetch {
+            tick,
+            address,
+            upc,
+            seq,
+            disassembly,
+        }) = items[start].parsed
+        else {
+            continue;
+        };
+        let field = |range: Range| text.get(range.start..range.end);
+        let (Some(address), Some(upc), Some(disassembly)) =
+            (field(address), field(upc), field(disassembly))
+        else {
+            continue;
+        };
+        record.refill(
+            seq,
+            batch.first + start as u64,
+            tick,
+            address,
+            upc,
+            disassembly,
+        );
+        let retired = loop {
+            match items.get(index).and_then(|item| item.parsed) {
+                Some(FastLine::Stage {
+                    command,
+                    name,
+                    tick,
+                }) => {
+                    record.stage(command, name, tick, None);
+                    index += 1;
+                }
+                Some(FastLine::Retire { tick, store }) => {
+                    let stores: &[u64] = match &store {
+                        Some(store) => std::slice::from_ref(store),
+                        None => &[],
+                    };
+                    record.retire(tick, stores, None);
+                    index += 1;
+                    break true;
+                }
+                _ => break false,
+            }
+        };
+        let from = batch.packed.len();
+        if retired && record.pack(&mut batch.packed) {
+            batch.records.push(Prepacked {
+                item: start,
+                lines: index - start,
+                bytes: Range {
+                    start: from,
+                    end: batch.packed.len(),
+                },
+            });
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -438,7 +561,7 @@ mod tests {
             &progress,
             |line, _| {
                 lines.push((line.number, line.raw.to_vec(), line.parsed));
-                Ok(())
+                Ok(1)
             },
         )
         .unwrap();
@@ -536,7 +659,7 @@ mod tests {
             &Progress::new(false, None, "test", None),
             |_, _| {
                 seen += 1;
-                Ok(())
+                Ok(1)
             },
         )
         .unwrap_err();

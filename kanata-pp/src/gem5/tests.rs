@@ -1,7 +1,7 @@
 //! The rules of spec section 2 and the dialects, one test each: each converts a small trace
 //! and looks at what Konata would draw for the output (the Kanata model of `kanata-tests`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use kanata_tests::{canonical, load, Insn, RetireKind, View};
 use kanata_writer::WriterBuilder;
@@ -1070,5 +1070,80 @@ fn the_fast_record_path_leaves_every_unusual_field_to_the_general_one() {
         let mut text = String::new();
         record::push_decimal(&mut text, value);
         assert_eq!(text, value.to_string());
+    }
+}
+
+/// The threaded path (`run`: lines read and records packed on the reading thread) against
+/// reading line after line here: the same output and the same reports, on a trace with
+/// every way a record can leave the reading thread's packed path (debug lines naming it, a
+/// `thread` line, truncated records, records late for the window, duplicates, records cut by
+/// a batch's end, unusual lines, the clock not yet known).
+#[test]
+fn records_packed_by_the_reading_thread_convert_as_read_line_by_line() {
+    let mut input = String::new();
+    // Debug lines name every record that retires, not the squashed ones.
+    synth::Synth::new(3_000, 7).for_each_line(|line| {
+        input.push_str(line);
+        input.push('\n');
+    });
+    let mut seq = 3_001;
+    let mut at = 1_000;
+    let end = input.len() + 700_000;
+    while input.len() < end {
+        let t = |k: u64| (at + k) * 1000;
+        let text = match seq % 97 {
+            0 => format!(
+                "O3PipeView:fetch:{}:0x20:0:{seq}:nop\nO3PipeView:decode:{}\n",
+                t(0),
+                t(1)
+            ),
+            1 => simple(seq, at).replacen('\n', &format!("\nO3PipeView:thread:{}:2\n", t(0)), 1),
+            2 => simple(seq - 60, at),
+            3 => simple(seq - 1, at),
+            4 => format!(
+                "O3PipeView:fetch:{}:0x20:0:{seq}:nop\nO3PipeView:frobnicate:1\n",
+                t(0)
+            ),
+            5 => record(seq, [t(0), t(1) + 250, t(2), t(3), t(4), t(5), t(6)]),
+            _ => simple(seq, at),
+        };
+        input.push_str(&text);
+        seq += 1;
+        at += 1;
+    }
+    let mut seen = BTreeSet::new();
+    for options in [
+        Gem5Options::default(),
+        Gem5Options {
+            window: 40,
+            ..Gem5Options::default()
+        },
+        Gem5Options {
+            ticks_per_cycle: Some(1_000),
+            ..Gem5Options::default()
+        },
+        deps(),
+    ] {
+        let one_by_one = convert_with(&input, options.clone());
+        let mut diag = Diagnostics::new(usize::MAX, false);
+        let progress = Progress::new(false, None, "test", None);
+        let (finished, lines) = super::run(
+            Box::new(std::io::Cursor::new(input.clone().into_bytes())),
+            WriterBuilder::new(),
+            Vec::new(),
+            options.clone(),
+            &mut diag,
+            &progress,
+        )
+        .unwrap();
+        assert_eq!(lines, input.lines().count() as u64);
+        let text = String::from_utf8(finished.output).unwrap();
+        assert!(text == one_by_one.text, "{options:?}: the outputs differ");
+        let reports = |diag: &Diagnostics| format!("{:?}", diag.rules());
+        assert_eq!(reports(&diag), reports(&one_by_one.diag), "{options:?}");
+        seen.extend(one_by_one.rules());
+    }
+    for rule in [Rule::G1, Rule::G2, Rule::G3, Rule::G4, Rule::G5] {
+        assert!(seen.contains(&rule), "{rule:?} never reported");
     }
 }

@@ -76,10 +76,10 @@ impl<T> Window<T> {
         seq >= self.base && seq - self.base < self.ring.len() as u64
     }
 
-    /// Sets the fetch tick of a slot and the group minima above it.
-    fn set_fetch(&mut self, slot: usize, tick: u64) {
+    /// Empties the fetch tick of a slot and recomputes the group minima above it that it was.
+    fn clear_fetch(&mut self, slot: usize) {
         let mut at = slot;
-        self.smallest[0][at] = tick;
+        self.smallest[0][at] = u64::MAX;
         for level in 1..self.smallest.len() {
             let group = at / 8;
             let below = &self.smallest[level - 1];
@@ -93,6 +93,19 @@ impl<T> Window<T> {
             }
             self.smallest[level][group] = min;
             at = group;
+        }
+    }
+
+    /// Sets the fetch tick of an empty slot: a new tick can only lower the minima above it,
+    /// so one comparison a level does (most new records are not the oldest of their group).
+    fn lower_fetch(&mut self, slot: usize, tick: u64) {
+        let mut at = slot;
+        for level in &mut self.smallest {
+            if level[at] <= tick {
+                break;
+            }
+            level[at] = tick;
+            at /= 8;
         }
     }
 
@@ -153,7 +166,7 @@ impl<T> Window<T> {
                 if self.ring[slot].is_none() {
                     self.ring[slot] = Some(value);
                     self.in_ring += 1;
-                    self.set_fetch(slot, fetch_tick);
+                    self.lower_fetch(slot, fetch_tick);
                     return;
                 }
             }
@@ -170,7 +183,7 @@ impl<T> Window<T> {
         if self.ring_first() == Some(key) {
             let slot = self.slot(self.base);
             let value = self.ring[slot].take().expect("the ring's first is present");
-            self.set_fetch(slot, u64::MAX);
+            self.clear_fetch(slot);
             self.in_ring -= 1;
             // Keep the first present: the ring's lowest key is then its base.
             if self.in_ring > 0 {
