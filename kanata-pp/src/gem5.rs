@@ -357,26 +357,13 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
     }
 
-    /// A line the reading thread has split and, if it is a record line in the common form,
-    /// parsed (nearly every line of a gem5 trace is). Anything unusual takes the general
-    /// path, which decides the same way for the lines the fast one accepts.
-    ///
-    /// Returns how many lines were taken: those of the record the reading thread packed,
-    /// when it is taken whole, else this one.
-    fn parsed_line(
-        &mut self,
-        line: read::Line<'_>,
-        diag: &mut Diagnostics,
-    ) -> Result<usize, Error> {
-        let lineno = line.number;
-        if let (Some(record), Some(FastLine::Fetch { tick, seq, .. })) = (line.record, line.parsed)
-        {
-            if self.take_prepacked(record.bytes, seq, tick, lineno, diag)? {
-                return Ok(record.lines);
-            }
+    /// What the reading thread gives next: a record it packed, offered before its lines
+    /// (returns whether it was taken; if not, its lines follow), or a line.
+    fn next(&mut self, next: read::Next<'_>, diag: &mut Diagnostics) -> Result<bool, Error> {
+        match next {
+            read::Next::Record(record) => self.take_prepacked(&record, diag),
+            read::Next::Line(line) => self.one_line(line, diag).map(|()| true),
         }
-        self.one_line(line, diag)?;
-        Ok(1)
     }
 
     /// A record the reading thread built and packed from lines in the common form, taken
@@ -385,12 +372,10 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     /// packed records within their budget. Returns false, having done nothing, otherwise.
     fn take_prepacked(
         &mut self,
-        bytes: &[u8],
-        seq: u64,
-        fetch_tick: u64,
-        lineno: u64,
+        record: &read::PackedLines<'_>,
         diag: &mut Diagnostics,
     ) -> Result<bool, Error> {
+        let (seq, lineno) = (record.seq, record.number);
         if self.mode != Mode::Records
             || self.clock.is_none()
             || self.current.is_some()
@@ -404,13 +389,15 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
             return Ok(true);
         }
         let key = self.new_key(seq, lineno, diag);
-        let at = self.packed.push(bytes);
-        self.wait(key, fetch_tick, Waiting::Packed(at));
+        let at = self.packed.push(record.bytes);
+        self.wait(key, record.fetch_tick, Waiting::Packed(at));
         self.settle(diag)?;
         Ok(true)
     }
 
-    /// One line, without a record packed by the reading thread.
+    /// A line the reading thread has split and, if it is a record line in the common form,
+    /// parsed (nearly every line of a gem5 trace is). Anything unusual takes the general
+    /// path, which decides the same way for the lines the fast one accepts.
     fn one_line(&mut self, line: read::Line<'_>, diag: &mut Diagnostics) -> Result<(), Error> {
         let lineno = line.number;
         if self.mode == Mode::Records {
@@ -1228,8 +1215,8 @@ pub(crate) fn run<W: Write + Send + 'static>(
     progress: &Progress,
 ) -> Result<(Finished<W>, u64), Error> {
     let mut converter = Gem5Converter::new(builder, output, options)?;
-    let lines = read::run(input, diag, progress, |line, diag| {
-        converter.parsed_line(line, diag)
+    let lines = read::run(input, diag, progress, |next, diag| {
+        converter.next(next, diag)
     })?;
     let finished = converter.end(diag)?;
     if let Some(error) = crate::kanata_read::strict_error(diag) {

@@ -217,29 +217,41 @@ pub(super) struct Line<'a> {
     /// The batch's text, when it is UTF-8 (always so when `parsed` is not `Other`).
     pub(super) text: Option<&'a str>,
     pub(super) parsed: Parsed,
-    /// The record this `fetch` line starts, packed, when its lines are all in the common
-    /// form and in this batch.
-    pub(super) record: Option<PackedLines<'a>>,
 }
 
 /// A record read and packed by the reading thread, from its `fetch` line to its `retire`
 /// line with only stage lines between: [`Record::pack`] of the record the converter would
 /// build from these lines when no debug line names it. The converter takes it whole, or
-/// reads its lines one by one as usual.
+/// declines it and reads its lines one by one as usual.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct PackedLines<'a> {
+    /// The number of its `fetch` line.
+    pub(super) number: u64,
+    pub(super) seq: u64,
+    pub(super) fetch_tick: u64,
     pub(super) bytes: &'a [u8],
     /// How many lines it covers, the `fetch` line included.
     pub(super) lines: usize,
 }
 
-/// Where a [`PackedLines`] is in its batch.
+/// What the converter is given next: a record packed by the reading thread, or a line.
+pub(super) enum Next<'a> {
+    Record(PackedLines<'a>),
+    Line(Line<'a>),
+}
+
+/// Where a [`PackedLines`] is in its batch: everything the converter needs to take it
+/// without reading the batch's lines (which the other thread wrote: each is a cache miss).
 #[derive(Clone, Copy, Debug)]
 struct Prepacked {
     /// The index of its `fetch` line in the batch's items.
-    item: usize,
-    lines: usize,
-    bytes: Range,
+    item: u32,
+    lines: u32,
+    /// Its bytes in the batch's `packed`.
+    start: u32,
+    end: u32,
+    seq: u64,
+    fetch_tick: u64,
 }
 
 /// `raw`, one line without its line end, as the reading thread hands lines over: for the
@@ -259,19 +271,18 @@ pub(super) fn single_line(raw: &[u8], number: u64) -> Line<'_> {
         raw: &raw[range.start..range.end],
         text,
         parsed,
-        record: None,
     }
 }
 
-/// Reads `input` on a second thread and hands every line, in order, to `line` on this one,
-/// which returns how many lines it took: 1, or those of the [`PackedLines`] it was given.
-/// Returns the number of lines read. Stops at the first error (from the input or from
-/// `line`), which is returned.
+/// Reads `input` on a second thread and hands every line, in order, to `next` on this one;
+/// a record the reading thread packed is offered first, and its lines are given one by one
+/// only if `next` declines it (returns false). Returns the number of lines read. Stops at
+/// the first error (from the input or from `next`), which is returned.
 pub(super) fn run(
     input: Box<dyn Read + Send>,
     diag: &mut Diagnostics,
     progress: &Progress,
-    mut line: impl FnMut(Line<'_>, &mut Diagnostics) -> Result<usize, Error>,
+    mut next: impl FnMut(Next<'_>, &mut Diagnostics) -> Result<bool, Error>,
 ) -> Result<u64, Error> {
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
@@ -297,28 +308,35 @@ pub(super) fn run(
         };
         let mut records = batch.records.iter().peekable();
         let mut index = 0;
-        while let Some(item) = batch.items.get(index) {
+        while index < batch.items.len() {
             let number = batch.first + index as u64;
-            let record = records
-                .next_if(|record| record.item == index)
-                .map(|record| PackedLines {
-                    bytes: &batch.packed[record.bytes.start..record.bytes.end],
-                    lines: record.lines,
-                });
-            let taken = line(
-                Line {
+            let mut taken = 0;
+            if let Some(record) = records.next_if(|record| record.item as usize == index) {
+                let packed = PackedLines {
+                    number,
+                    seq: record.seq,
+                    fetch_tick: record.fetch_tick,
+                    bytes: &batch.packed[record.start as usize..record.end as usize],
+                    lines: record.lines as usize,
+                };
+                if next(Next::Record(packed), diag)? {
+                    taken = packed.lines;
+                }
+            }
+            if taken == 0 {
+                let item = &batch.items[index];
+                let line = Line {
                     number,
                     raw: &bytes[item.text.start..item.text.end],
                     text,
                     parsed: item.parsed,
-                    record,
-                },
-                diag,
-            )?;
+                };
+                next(Next::Line(line), diag)?;
+                taken = 1;
+            }
             if let Some(error) = crate::kanata_read::strict_error(diag) {
                 return Err(error);
             }
-            let taken = taken.max(1);
             if (number - 1) / 65_536 != (number - 1 + taken as u64) / 65_536 {
                 progress.update();
             }
@@ -524,13 +542,15 @@ fn prepack(text: &str, batch: &mut Batch, record: &mut Record) {
         };
         let from = batch.packed.len();
         if retired && record.pack(&mut batch.packed) {
+            // A block is far smaller than 4 GiB.
+            let short = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
             batch.records.push(Prepacked {
-                item: start,
-                lines: index - start,
-                bytes: Range {
-                    start: from,
-                    end: batch.packed.len(),
-                },
+                item: short(start),
+                lines: short(index - start),
+                start: short(from),
+                end: short(batch.packed.len()),
+                seq,
+                fetch_tick: tick,
             });
         }
     }
@@ -559,9 +579,11 @@ mod tests {
             Box::new(Chunked(input.to_vec(), chunk, 0)),
             &mut diag,
             &progress,
-            |line, _| {
-                lines.push((line.number, line.raw.to_vec(), line.parsed));
-                Ok(1)
+            |next, _| {
+                if let Next::Line(line) = next {
+                    lines.push((line.number, line.raw.to_vec(), line.parsed));
+                }
+                Ok(false)
             },
         )
         .unwrap();
@@ -628,7 +650,10 @@ mod tests {
                 Box::new(io::Cursor::new(input)),
                 &mut diag,
                 &Progress::new(false, None, "test", None),
-                |line, _| Err(Error::at_line(line.number, "bad line")),
+                |next, _| match next {
+                    Next::Record(record) => Err(Error::at_line(record.number, "bad line")),
+                    Next::Line(line) => Err(Error::at_line(line.number, "bad line")),
+                },
             );
             let _ = done_tx.send(result.is_err());
         });
@@ -659,7 +684,7 @@ mod tests {
             &Progress::new(false, None, "test", None),
             |_, _| {
                 seen += 1;
-                Ok(1)
+                Ok(false)
             },
         )
         .unwrap_err();
