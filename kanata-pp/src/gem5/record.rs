@@ -606,10 +606,17 @@ impl Record {
     /// Consumes the ex-log lines in file order while their tick is before `cutoff` (all of
     /// them when `None`); a memory completion at a tick in `[current, mc_cutoff)` starts an
     /// `Mc` stage. Returns how many lines were consumed.
+    #[inline]
     fn consume(&mut self, ex: Option<&mut ExEntry>, cutoff: Option<u64>, mc_cutoff: u64) -> usize {
-        let Some(ex) = ex else {
-            return 0;
-        };
+        match ex {
+            // Nearly always: no debug line names the instruction.
+            None => 0,
+            Some(ex) => self.consume_lines(ex, cutoff, mc_cutoff),
+        }
+    }
+
+    /// [`consume`](Self::consume) with lines kept for the instruction.
+    fn consume_lines(&mut self, ex: &mut ExEntry, cutoff: Option<u64>, mc_cutoff: u64) -> usize {
         let mut consumed = 0;
         while let Some(front) = ex.lines.front() {
             if let (Some(cutoff), Some(tick)) = (cutoff, front.tick) {
