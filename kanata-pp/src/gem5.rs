@@ -401,18 +401,18 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     fn one_line(&mut self, line: read::Line<'_>, diag: &mut Diagnostics) -> Result<(), Error> {
         let lineno = line.number;
         if self.mode == Mode::Records {
-            let done = match (line.parsed, line.text) {
-                (
-                    Some(FastLine::Fetch {
-                        tick,
-                        seq,
-                        address,
-                        upc,
-                        disassembly,
-                    }),
-                    Some(text),
-                ) => {
-                    let field = |range: read::Range| text.get(range.start..range.end);
+            let done = match line.parsed {
+                Some(FastLine::Fetch {
+                    tick,
+                    seq,
+                    address,
+                    upc,
+                    disassembly,
+                }) => {
+                    // UTF-8, as the reading thread found (checked again: no unsafe code).
+                    let field = |range: read::Range| {
+                        std::str::from_utf8(line.block.get(range.start..range.end)?).ok()
+                    };
                     match (field(address), field(upc), field(disassembly)) {
                         (Some(address), Some(upc), Some(disassembly)) => {
                             let fetch = FetchLine {
@@ -428,15 +428,12 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                         _ => false,
                     }
                 }
-                (
-                    Some(FastLine::Stage {
-                        command,
-                        name,
-                        tick,
-                    }),
-                    _,
-                ) => self.fast_stage(command, name, tick),
-                (Some(FastLine::Retire { tick, store }), _) => {
+                Some(FastLine::Stage {
+                    command,
+                    name,
+                    tick,
+                }) => self.fast_stage(command, name, tick),
+                Some(FastLine::Retire { tick, store }) => {
                     self.fast_retire(tick, store, diag)?
                 }
                 _ => false,

@@ -80,7 +80,9 @@ pub fn from_reader(raw: Box<dyn Read + Send>, raw_len: Option<u64>) -> io::Resul
         inner: raw,
         count: Arc::clone(&raw_read),
     };
-    let mut buffered = BufReader::with_capacity(1 << 20, counting);
+    // Small, so that the readers' large reads (64 KiB and up) bypass it: a read smaller than
+    // the buffer goes through it, one more copy of the whole input.
+    let mut buffered = BufReader::with_capacity(64 * 1024, counting);
     let magic = buffered.fill_buf()?;
     let compression = if magic.starts_with(&[0x1f, 0x8b]) {
         InputCompression::Gzip

@@ -42,7 +42,6 @@ pub(super) enum FastLine<T> {
         address: T,
         upc: T,
         seq: u64,
-        /// Not checked for UTF-8 here.
         disassembly: T,
     },
     Stage {
@@ -87,9 +86,9 @@ impl<T> FastLine<T> {
     }
 }
 
-impl<'a> FastLine<&'a [u8]> {
+impl<'a> FastLine<&'a str> {
     /// The line after the marker, if it has the common form.
-    pub(super) fn parse(body: &'a [u8]) -> Option<FastLine<&'a [u8]>> {
+    pub(super) fn parse(body: &'a [u8]) -> Option<FastLine<&'a str>> {
         let colon = memchr::memchr(b':', body)?;
         let (command, rest) = (&body[..colon], &body[colon + 1..]);
         if command == b"fetch" {
@@ -101,10 +100,8 @@ impl<'a> FastLine<&'a [u8]> {
                 Some(field)
             };
             let tick = plain_number(field()?)?;
-            let address = field()?;
-            let upc = field()?;
-            untrimmed_ascii(address)?;
-            untrimmed_ascii(upc)?;
+            let address = untrimmed_ascii(field()?)?;
+            let upc = untrimmed_ascii(field()?)?;
             let (seq, disassembly) = match memchr::memchr(b':', rest) {
                 Some(at) => (&rest[..at], &rest[at + 1..]),
                 None => (rest, &rest[rest.len()..]),
@@ -114,7 +111,9 @@ impl<'a> FastLine<&'a [u8]> {
                 address,
                 upc,
                 seq: plain_number(seq)?,
-                disassembly,
+                // The one field that may hold any text: checked here, on its own, rather
+                // than the whole block (the other lines are checked where they are read).
+                disassembly: std::str::from_utf8(disassembly).ok()?,
             });
         }
         let (tick, after) = match memchr::memchr(b':', rest) {
@@ -164,34 +163,16 @@ struct Item {
     parsed: Parsed,
 }
 
-/// The text of a batch: a block of whole lines, as a `String` when it is all UTF-8 (so that
-/// the converter takes its fields as `&str` without checking them again).
-#[derive(Debug)]
-enum Text {
-    Utf8(String),
-    Bytes(Vec<u8>),
-}
-
-impl Text {
-    fn into_bytes(self) -> Vec<u8> {
-        match self {
-            Text::Utf8(text) => text.into_bytes(),
-            Text::Bytes(bytes) => bytes,
-        }
-    }
-}
-
 /// Lines on their way from the reading thread to the converter.
 #[derive(Debug)]
 struct Batch {
-    text: Text,
+    /// A block of whole lines.
+    text: Vec<u8>,
     items: Vec<Item>,
     /// The number of the first line.
     first: u64,
     /// The records whose lines are all in the common form, built and packed here.
-    records: Vec<Prepacked>,
-    /// Their packed bytes, one after the other.
-    packed: Vec<u8>,
+    records: PackedRecords,
     /// What stopped the reader after these lines: an error, or the end of the input (with
     /// the number of lines read).
     end: Option<Result<u64, Error>>,
@@ -200,11 +181,10 @@ struct Batch {
 impl Default for Batch {
     fn default() -> Batch {
         Batch {
-            text: Text::Bytes(Vec::new()),
+            text: Vec::new(),
             items: Vec::new(),
             first: 1,
-            records: Vec::new(),
-            packed: Vec::new(),
+            records: PackedRecords::default(),
             end: None,
         }
     }
@@ -214,8 +194,8 @@ impl Default for Batch {
 pub(super) struct Line<'a> {
     pub(super) number: u64,
     pub(super) raw: &'a [u8],
-    /// The batch's text, when it is UTF-8 (always so when `parsed` is not `Other`).
-    pub(super) text: Option<&'a str>,
+    /// The batch's text, which the ranges of `parsed` are in (those ranges are UTF-8).
+    pub(super) block: &'a [u8],
     pub(super) parsed: Parsed,
 }
 
@@ -254,14 +234,95 @@ struct Prepacked {
     fetch_tick: u64,
 }
 
+/// The records of a batch packed by the reading thread.
+#[derive(Debug, Default)]
+struct PackedRecords {
+    records: Vec<Prepacked>,
+    /// Their packed bytes, one after the other.
+    bytes: Vec<u8>,
+}
+
+impl PackedRecords {
+    fn clear(&mut self) {
+        self.records.clear();
+        self.bytes.clear();
+    }
+}
+
+/// The record being built from the lines of a batch, while they are all in the common form.
+struct Prepacker {
+    record: Record,
+    /// The index of the `fetch` line of the record being built, if one is.
+    open: Option<usize>,
+}
+
+impl Prepacker {
+    fn new() -> Prepacker {
+        Prepacker {
+            record: Record::empty(),
+            open: None,
+        }
+    }
+
+    /// Line `index` (number `number`) of the batch, as parsed: the converter's own calls for
+    /// a record (`Record::refill`, `stage`, `retire`, `pack`), made here while every line
+    /// of the record is in the common form.
+    fn line(
+        &mut self,
+        index: usize,
+        number: u64,
+        line: Option<&FastLine<&str>>,
+        out: &mut PackedRecords,
+    ) {
+        match (line, self.open) {
+            (
+                Some(&FastLine::Fetch {
+                    tick,
+                    address,
+                    upc,
+                    seq,
+                    disassembly,
+                }),
+                _,
+            ) => {
+                self.record
+                    .refill(seq, number, tick, address, upc, disassembly);
+                self.open = Some(index);
+            }
+            (Some(&FastLine::Stage { command, name, tick }), Some(_)) => {
+                self.record.stage(command, name, tick, None);
+            }
+            (Some(&FastLine::Retire { tick, store }), Some(fetch)) => {
+                self.open = None;
+                let stores: &[u64] = match &store {
+                    Some(store) => std::slice::from_ref(store),
+                    None => &[],
+                };
+                self.record.retire(tick, stores, None);
+                let start = out.bytes.len();
+                if self.record.pack(&mut out.bytes) {
+                    // A block is far smaller than 4 GiB.
+                    let short = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+                    out.records.push(Prepacked {
+                        item: short(fetch),
+                        lines: short(index + 1 - fetch),
+                        start: short(start),
+                        end: short(out.bytes.len()),
+                        seq: self.record.seq,
+                        fetch_tick: self.record.fetch_tick,
+                    });
+                }
+            }
+            _ => self.open = None,
+        }
+    }
+}
+
 /// `raw`, one line without its line end, as the reading thread hands lines over: for the
 /// line-at-a-time [`Converter`](crate::convert::Converter) interface.
 pub(super) fn single_line(raw: &[u8], number: u64) -> Line<'_> {
     let mut items = [line_item(raw, 0, raw.len())];
-    let text = std::str::from_utf8(raw).ok();
-    if text.is_some() {
-        parse_lines(raw, number, &mut items);
-    }
+    parse_lines(raw, number, &mut items, None);
     let [Item {
         text: range,
         parsed,
@@ -269,7 +330,7 @@ pub(super) fn single_line(raw: &[u8], number: u64) -> Line<'_> {
     Line {
         number,
         raw: &raw[range.start..range.end],
-        text,
+        block: raw,
         parsed,
     }
 }
@@ -302,11 +363,8 @@ pub(super) fn run(
         let Ok(mut batch) = full_rx.recv() else {
             return Err(Error::new(ErrorKind::Io, "the reading thread stopped"));
         };
-        let (bytes, text) = match &batch.text {
-            Text::Utf8(text) => (text.as_bytes(), Some(text.as_str())),
-            Text::Bytes(bytes) => (bytes.as_slice(), None),
-        };
-        let mut records = batch.records.iter().peekable();
+        let bytes = batch.text.as_slice();
+        let mut records = batch.records.records.iter().peekable();
         let mut index = 0;
         while index < batch.items.len() {
             let number = batch.first + index as u64;
@@ -316,7 +374,7 @@ pub(super) fn run(
                     number,
                     seq: record.seq,
                     fetch_tick: record.fetch_tick,
-                    bytes: &batch.packed[record.start as usize..record.end as usize],
+                    bytes: &batch.records.bytes[record.start as usize..record.end as usize],
                     lines: record.lines as usize,
                 };
                 if next(Next::Record(packed), diag)? {
@@ -328,7 +386,7 @@ pub(super) fn run(
                 let line = Line {
                     number,
                     raw: &bytes[item.text.start..item.text.end],
-                    text,
+                    block: bytes,
                     parsed: item.parsed,
                 };
                 next(Next::Line(line), diag)?;
@@ -360,16 +418,15 @@ fn read_batches(
     // The start of a line read into the previous block.
     let mut carry: Vec<u8> = Vec::new();
     let mut number = 0u64;
-    let mut record = Record::empty();
+    let mut prepacker = Prepacker::new();
     let mut eof = false;
     loop {
         let mut batch = empty.try_recv().unwrap_or_default();
         batch.items.clear();
         batch.records.clear();
-        batch.packed.clear();
         batch.end = None;
         batch.first = number + 1;
-        let mut buf = std::mem::replace(&mut batch.text, Text::Bytes(Vec::new())).into_bytes();
+        let mut buf = std::mem::take(&mut batch.text);
         buf.clear();
         buf.extend_from_slice(&carry);
         carry.clear();
@@ -407,14 +464,13 @@ fn read_batches(
         buf.truncate(cut);
         split_lines(&buf, &mut batch.items);
         number += batch.items.len() as u64;
-        batch.text = match String::from_utf8(buf) {
-            Ok(text) => {
-                parse_lines(text.as_bytes(), batch.first, &mut batch.items);
-                prepack(&text, &mut batch, &mut record);
-                Text::Utf8(text)
-            }
-            Err(err) => Text::Bytes(err.into_bytes()),
-        };
+        parse_lines(
+            &buf,
+            batch.first,
+            &mut batch.items,
+            Some((&mut prepacker, &mut batch.records)),
+        );
+        batch.text = buf;
         let last = if let Some(err) = error {
             batch.end = Some(Err(Error::at_line(
                 number + 1,
@@ -458,9 +514,20 @@ fn line_item(block: &[u8], start: usize, end: usize) -> Item {
     }
 }
 
-/// Reads the fields of the record lines of a UTF-8 block.
-fn parse_lines(block: &[u8], first: u64, items: &mut [Item]) {
-    for (number, item) in (first..).zip(items.iter_mut()) {
+/// Reads the fields of the record lines of a block, and packs the records whose lines are
+/// all in the common form when given a [`Prepacker`].
+fn parse_lines(
+    block: &[u8],
+    first: u64,
+    items: &mut [Item],
+    mut packing: Option<(&mut Prepacker, &mut PackedRecords)>,
+) {
+    if let Some((packer, _)) = &mut packing {
+        // A record is packed only when all of its lines are in the batch.
+        packer.open = None;
+    }
+    for (index, item) in items.iter_mut().enumerate() {
+        let number = first + index as u64;
         let mut start = item.text.start;
         let mut line = &block[start..item.text.end];
         if number == 1 {
@@ -469,10 +536,17 @@ fn parse_lines(block: &[u8], first: u64, items: &mut [Item]) {
                 start += 3;
             }
         }
-        let Some(body) = line.strip_prefix(MARKER) else {
+        let parsed = line.strip_prefix(MARKER).and_then(|body| {
+            let parsed = FastLine::parse(body)?;
+            Some((body, parsed))
+        });
+        if let Some((packer, out)) = &mut packing {
+            packer.line(index, number, parsed.as_ref().map(|(_, line)| line), out);
+        }
+        let Some((body, parsed)) = parsed else {
             continue;
         };
-        let at = |piece: &[u8]| {
+        let at = |piece: &str| {
             let offset = piece.as_ptr() as usize - body.as_ptr() as usize;
             let start = start + MARKER.len() + offset;
             Range {
@@ -480,79 +554,7 @@ fn parse_lines(block: &[u8], first: u64, items: &mut [Item]) {
                 end: start + piece.len(),
             }
         };
-        item.parsed = FastLine::parse(body).map(|line| line.map(at));
-    }
-}
-
-/// Builds and packs the records of a parsed block whose lines are all in the common form:
-/// a `fetch` line, stage lines, a `retire` line. This is the converter's own work for such a
-/// record (`Record::refill`, `stage`, `retire`, `pack`), done here because this thread has
-/// time to spare and the converter's sets the pace.
-fn prepack(text: &str, batch: &mut Batch, record: &mut Record) {
-    let items = &batch.items;
-    let mut index = 0;
-    while index < items.len() {
-        let start = index;
-        index += 1;
-        let Some(FastLine::Fetch {
-            tick,
-            address,
-            upc,
-            seq,
-            disassembly,
-        }) = items[start].parsed
-        else {
-            continue;
-        };
-        let field = |range: Range| text.get(range.start..range.end);
-        let (Some(address), Some(upc), Some(disassembly)) =
-            (field(address), field(upc), field(disassembly))
-        else {
-            continue;
-        };
-        record.refill(
-            seq,
-            batch.first + start as u64,
-            tick,
-            address,
-            upc,
-            disassembly,
-        );
-        let retired = loop {
-            match items.get(index).and_then(|item| item.parsed) {
-                Some(FastLine::Stage {
-                    command,
-                    name,
-                    tick,
-                }) => {
-                    record.stage(command, name, tick, None);
-                    index += 1;
-                }
-                Some(FastLine::Retire { tick, store }) => {
-                    let stores: &[u64] = match &store {
-                        Some(store) => std::slice::from_ref(store),
-                        None => &[],
-                    };
-                    record.retire(tick, stores, None);
-                    index += 1;
-                    break true;
-                }
-                _ => break false,
-            }
-        };
-        let from = batch.packed.len();
-        if retired && record.pack(&mut batch.packed) {
-            // A block is far smaller than 4 GiB.
-            let short = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
-            batch.records.push(Prepacked {
-                item: short(start),
-                lines: short(index - start),
-                start: short(from),
-                end: short(batch.packed.len()),
-                seq,
-                fetch_tick: tick,
-            });
-        }
+        item.parsed = Some(parsed.map(at));
     }
 }
 
@@ -631,12 +633,13 @@ mod tests {
     }
 
     #[test]
-    fn a_block_that_is_not_utf8_is_left_to_the_converter() {
+    fn a_line_that_is_not_utf8_is_left_to_the_converter() {
         let lines = read_all(
             b"O3PipeView:fetch:1000:0x10:0:7:\xff\nO3PipeView:issue:5\n",
             64,
         );
-        assert!(lines.iter().all(|(_, _, parsed)| parsed.is_none()));
+        assert_eq!(lines[0].2, None);
+        assert!(matches!(lines[1].2, Some(FastLine::Stage { tick: 5, .. })));
     }
 
     #[test]
