@@ -714,21 +714,10 @@ fn reuse(text: &mut String) {
     }
 }
 
-/// `value` in decimal, as `write!` would put it, without the formatting machinery.
+/// `value` in decimal, as `write!` would put it, without the formatting machinery (this
+/// runs three times a record; `itoa` gives the digits as a `str` without checking them).
 pub(crate) fn push_decimal(text: &mut String, value: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = value;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    // One copy of the digits, not a character at a time (this runs three times a record).
-    text.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
+    text.push_str(itoa::Buffer::new().format(value));
 }
 
 #[cfg(test)]
