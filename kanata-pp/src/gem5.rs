@@ -1276,12 +1276,13 @@ fn plain_number(field: &[u8]) -> Option<u64> {
 }
 
 /// ASCII text that `str::trim` leaves as it is; `None` for anything else.
-fn untrimmed_ascii(field: &[u8]) -> Option<&str> {
+fn untrimmed_ascii(field: &str) -> Option<&str> {
     let blank = |b: &u8| b.is_ascii_whitespace() || *b == 0x0b;
-    if !field.is_ascii() || field.first().is_some_and(blank) || field.last().is_some_and(blank) {
+    let bytes = field.as_bytes();
+    if !bytes.is_ascii() || bytes.first().is_some_and(blank) || bytes.last().is_some_and(blank) {
         return None;
     }
-    std::str::from_utf8(field).ok()
+    Some(field)
 }
 
 /// A tick or sequence number: decimal digits, spaces around allowed.

@@ -89,34 +89,35 @@ impl<T> FastLine<T> {
 impl<'a> FastLine<&'a str> {
     /// The line after the marker, if it has the common form.
     pub(super) fn parse(body: &'a [u8]) -> Option<FastLine<&'a str>> {
-        let colon = memchr::memchr(b':', body)?;
-        let (command, rest) = (&body[..colon], &body[colon + 1..]);
+        let at = colon(body)?;
+        let (command, rest) = (&body[..at], &body[at + 1..]);
         if command == b"fetch" {
-            let mut rest = rest;
+            let at = colon(rest)?;
+            let tick = plain_number(&rest[..at])?;
+            // The text fields are checked for UTF-8 at once, then cut at the colons (ASCII,
+            // so character boundaries).
+            let mut rest = std::str::from_utf8(&rest[at + 1..]).ok()?;
             let mut field = || {
-                let at = memchr::memchr(b':', rest)?;
-                let field = &rest[..at];
-                rest = &rest[at + 1..];
+                let at = colon(rest.as_bytes())?;
+                let field = rest.get(..at)?;
+                rest = rest.get(at + 1..)?;
                 Some(field)
             };
-            let tick = plain_number(field()?)?;
             let address = untrimmed_ascii(field()?)?;
             let upc = untrimmed_ascii(field()?)?;
-            let (seq, disassembly) = match memchr::memchr(b':', rest) {
-                Some(at) => (&rest[..at], &rest[at + 1..]),
-                None => (rest, &rest[rest.len()..]),
+            let (seq, disassembly) = match colon(rest.as_bytes()) {
+                Some(at) => (rest.get(..at)?, rest.get(at + 1..)?),
+                None => (rest, ""),
             };
             return Some(FastLine::Fetch {
                 tick,
                 address,
                 upc,
-                seq: plain_number(seq)?,
-                // The one field that may hold any text: checked here, on its own, rather
-                // than the whole block (the other lines are checked where they are read).
-                disassembly: std::str::from_utf8(disassembly).ok()?,
+                seq: plain_number(seq.as_bytes())?,
+                disassembly,
             });
         }
-        let (tick, after) = match memchr::memchr(b':', rest) {
+        let (tick, after) = match colon(rest) {
             Some(at) => (&rest[..at], Some(&rest[at + 1..])),
             None => (rest, None),
         };
@@ -142,6 +143,12 @@ impl<'a> FastLine<&'a str> {
             tick,
         })
     }
+}
+
+/// Where the first colon of a field is: a plain loop, as the fields are a few bytes long
+/// (memchr's setup costs more than the search).
+fn colon(field: &[u8]) -> Option<usize> {
+    field.iter().position(|&b| b == b':')
 }
 
 /// A byte range of a batch's text.

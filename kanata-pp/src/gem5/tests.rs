@@ -1066,9 +1066,9 @@ fn the_fast_record_path_leaves_every_unusual_field_to_the_general_one() {
     assert_eq!(number("18446744073709551615"), Some(u64::MAX));
     assert_eq!(plain_number(b" 1"), None);
     assert_eq!(plain_number(b""), None);
-    assert_eq!(untrimmed_ascii(b"0x10"), Some("0x10"));
-    assert_eq!(untrimmed_ascii(b"0x10\x0b"), None);
-    assert_eq!(untrimmed_ascii("0x1\u{a0}".as_bytes()), None);
+    assert_eq!(untrimmed_ascii("0x10"), Some("0x10"));
+    assert_eq!(untrimmed_ascii("0x10\x0b"), None);
+    assert_eq!(untrimmed_ascii("0x1\u{a0}"), None);
     for value in [0, 7, 10, 1_000, u64::MAX] {
         let mut text = String::new();
         record::push_decimal(&mut text, value);
