@@ -433,9 +433,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                     name,
                     tick,
                 }) => self.fast_stage(command, name, tick),
-                Some(FastLine::Retire { tick, store }) => {
-                    self.fast_retire(tick, store, diag)?
-                }
+                Some(FastLine::Retire { tick, store }) => self.fast_retire(tick, store, diag)?,
                 _ => false,
             };
             if done {

@@ -296,7 +296,14 @@ impl Prepacker {
                     .refill(seq, number, tick, address, upc, disassembly);
                 self.open = Some(index);
             }
-            (Some(&FastLine::Stage { command, name, tick }), Some(_)) => {
+            (
+                Some(&FastLine::Stage {
+                    command,
+                    name,
+                    tick,
+                }),
+                Some(_),
+            ) => {
                 self.record.stage(command, name, tick, None);
             }
             (Some(&FastLine::Retire { tick, store }), Some(fetch)) => {

@@ -92,6 +92,13 @@ pub(crate) struct TickStage {
     pub(crate) end: Option<u64>,
 }
 
+/// How a packed stage ends, in the top bits of its name byte.
+const END_MASK: u8 = 0b0110_0000;
+const END_OPEN: u8 = 0;
+const END_AT_START: u8 = 0b0010_0000;
+const END_AT_NEXT: u8 = 0b0100_0000;
+const END_GIVEN: u8 = 0b0110_0000;
+
 /// Stages a record holds in place: F Dc Rn Ds Is Cm, one Mc, Rt.
 const STAGES_IN_PLACE: usize = 8;
 
@@ -394,38 +401,62 @@ impl Record {
         {
             return false;
         }
+        // Most numbers follow from others, and are only flagged: a stage ends where the
+        // next starts, the retire tick is where `Rt` starts, `complete` is where `Cm` starts.
+        // Stage starts are deltas from the one before (a tick or two).
         let base = self.fetch_tick;
         put_varint(out, self.seq);
         put_varint(out, self.line);
         put_varint(out, self.fetch_tick);
-        put_tick(out, base, self.current);
         put_varint(out, self.tid.map_or(0, |t| u64::from(t) + 1));
+        let stages = self.stages.as_slice();
+        out.push(stages.len() as u8);
+        let mut previous = base;
+        for (index, stage) in stages.iter().enumerate() {
+            let next = stages.get(index + 1).map(|s| s.start);
+            let end = match stage.end {
+                None => END_OPEN,
+                Some(end) if end == stage.start => END_AT_START,
+                Some(end) if Some(end) == next => END_AT_NEXT,
+                Some(_) => END_GIVEN,
+            };
+            out.push(stage.name.index() as u8 | end);
+            put_tick(out, previous, stage.start);
+            if let (END_GIVEN, Some(end)) = (end, stage.end) {
+                put_tick(out, stage.start, end);
+            }
+            previous = stage.start;
+        }
+        put_tick(out, previous, self.current);
+        let last_start = stages.last().map(|s| s.start);
         match self.fate {
             Fate::Open => out.push(0),
+            Fate::Retired { tick } if Some(tick) == last_start => out.push(1),
+            Fate::Flushed { tick } if tick == self.current => out.push(2),
             Fate::Retired { tick } => {
-                out.push(1);
+                out.push(3);
                 put_tick(out, base, tick);
             }
             Fate::Flushed { tick } => {
+                out.push(4);
+                put_tick(out, base, tick);
+            }
+        }
+        match self.stores.first {
+            None => out.push(0),
+            Some(0) => out.push(1),
+            Some(tick) => {
                 out.push(2);
                 put_tick(out, base, tick);
             }
         }
-        for value in [self.stores.first, self.complete] {
-            match value {
-                None => out.push(0),
-                Some(tick) => {
-                    out.push(1);
-                    put_tick(out, base, tick);
-                }
-            }
-        }
-        out.push(self.stages.len as u8);
-        for stage in self.stages.as_slice() {
-            out.push(stage.name.index() as u8 | if stage.end.is_some() { 0x80 } else { 0 });
-            put_tick(out, base, stage.start);
-            if let Some(end) = stage.end {
-                put_tick(out, base, end);
+        let last_cm = stages.iter().rev().find(|s| s.name == StageName::Cm);
+        match self.complete {
+            None => out.push(0),
+            Some(tick) if last_cm.is_some_and(|s| s.start == tick) => out.push(1),
+            Some(tick) => {
+                out.push(2);
+                put_tick(out, base, tick);
             }
         }
         put_varint(out, self.notes.len() as u64);
@@ -460,35 +491,65 @@ impl Record {
         self.line = take_varint(bytes);
         self.fetch_tick = take_varint(bytes);
         let base = self.fetch_tick;
-        self.current = take_tick(bytes, base);
         self.tid = match take_varint(bytes) {
             0 => None,
             t => Some((t - 1) as u32),
         };
+        self.stages.clear();
+        let mut previous = base;
+        let mut ends_at_next = false;
+        for _ in 0..take_byte(bytes) {
+            let flags = take_byte(bytes);
+            let start = take_tick(bytes, previous);
+            if ends_at_next {
+                if let Some(last) = self.stages.last_mut() {
+                    last.end = Some(start);
+                }
+            }
+            let end_form = flags & END_MASK;
+            ends_at_next = end_form == END_AT_NEXT;
+            let end = match end_form {
+                END_OPEN | END_AT_NEXT => None,
+                END_AT_START => Some(start),
+                _ => Some(take_tick(bytes, start)),
+            };
+            self.stages.push(TickStage {
+                name: StageName::ALL[usize::from(flags & !END_MASK)],
+                start,
+                end,
+            });
+            previous = start;
+        }
+        self.current = take_tick(bytes, previous);
+        let last_start = self.stages.as_slice().last().map_or(base, |s| s.start);
         self.fate = match take_byte(bytes) {
             0 => Fate::Open,
-            1 => Fate::Retired {
+            1 => Fate::Retired { tick: last_start },
+            2 => Fate::Flushed { tick: self.current },
+            3 => Fate::Retired {
                 tick: take_tick(bytes, base),
             },
             _ => Fate::Flushed {
                 tick: take_tick(bytes, base),
             },
         };
-        let optional = |bytes: &mut &[u8]| (take_byte(bytes) == 1).then(|| take_tick(bytes, base));
-        let store = optional(bytes);
+        let store = match take_byte(bytes) {
+            0 => None,
+            1 => Some(0),
+            _ => Some(take_tick(bytes, base)),
+        };
         self.stores.set(store.as_slice());
-        self.complete = optional(bytes);
-        self.stages.clear();
-        for _ in 0..take_byte(bytes) {
-            let name = take_byte(bytes);
-            let start = take_tick(bytes, base);
-            let end = (name & 0x80 != 0).then(|| take_tick(bytes, base));
-            self.stages.push(TickStage {
-                name: StageName::ALL[usize::from(name & 0x7f)],
-                start,
-                end,
-            });
-        }
+        self.complete = match take_byte(bytes) {
+            0 => None,
+            1 => self
+                .stages
+                .as_slice()
+                .iter()
+                .rev()
+                .find(|s| s.name == StageName::Cm)
+                .map(|s| s.start),
+            _ => Some(take_tick(bytes, base)),
+        };
         self.notes.clear();
         for _ in 0..take_varint(bytes) {
             let stage = take_varint(bytes) as u32;
@@ -815,6 +876,11 @@ mod tests {
         retired.stage("complete", StageName::Cm, u64::MAX - 5, None);
         retired.retire(u64::MAX, &[u64::MAX - 1], None);
         retired.finish_detail();
+        // Retired before its last stage started, with a store tick: ticks that go back.
+        let mut early = Record::fetch(17, 80, 10_000, "0x28", "0", " sd a0, 0(a1)");
+        early.stage("complete", StageName::Cm, 12_000, None);
+        early.retire(11_000, &[11_500], None);
+        early.finish_detail();
         let mut fetched_at_zero = Record::fetch(14, 50, 0, "0x1c", "0", " nop");
         fetched_at_zero.stage("decode", StageName::Dc, 2_000, None);
         fetched_at_zero.retire(3_000, &[], None);
@@ -853,7 +919,7 @@ mod tests {
             used.stage(command, name, tick, None);
         }
         used.retire(105, &[106, 107], None);
-        for record in [&open, &flushed, &retired, &fetched_at_zero, &noted] {
+        for record in [&open, &flushed, &retired, &early, &fetched_at_zero, &noted] {
             let mut bytes = Vec::new();
             assert!(record.pack(&mut bytes));
             used.unpack(&bytes);
