@@ -51,11 +51,15 @@ impl<T> Window<T> {
             base: 0,
             in_ring: 0,
             smallest: {
-                let mut levels = vec![vec![u64::MAX; len]];
-                while levels.last().is_some_and(|level| level.len() > 1) {
-                    let above = levels.last().map_or(1, |level| level.len().div_ceil(8));
-                    levels.push(vec![u64::MAX; above]);
+                // Each level padded to whole groups of eight (see `clear_fetch`).
+                let padded = |n: usize| n.div_ceil(8) * 8;
+                let mut levels = vec![vec![u64::MAX; padded(len)]];
+                let mut groups = len.div_ceil(8);
+                while groups > 1 {
+                    levels.push(vec![u64::MAX; padded(groups)]);
+                    groups = groups.div_ceil(8);
                 }
+                levels.push(vec![u64::MAX; 1]);
                 levels
             },
             far: BTreeMap::new(),
@@ -84,12 +88,14 @@ impl<T> Window<T> {
         self.smallest[0][at] = u64::MAX;
         for level in 1..self.smallest.len() {
             let group = at / 8;
-            let below = &self.smallest[level - 1];
-            let min = below[group * 8..below.len().min(group * 8 + 8)]
-                .iter()
-                .copied()
-                .min()
-                .unwrap_or(u64::MAX);
+            // Every level is padded to whole groups of eight: a group is an array, whose
+            // minimum the compiler computes without a loop.
+            let min = self.smallest[level - 1]
+                .get(group * 8..group * 8 + 8)
+                .and_then(|eight| <[u64; 8]>::try_from(eight).ok())
+                .map_or(u64::MAX, |eight| {
+                    eight.into_iter().fold(u64::MAX, u64::min)
+                });
             if self.smallest[level][group] == min {
                 break;
             }
