@@ -1257,22 +1257,6 @@ impl<'a> FetchLine<'a> {
     }
 }
 
-/// A number of 1 to 19 decimal digits and nothing else (so it cannot overflow); `None` for
-/// anything [`number`] must look at.
-fn plain_number(field: &[u8]) -> Option<u64> {
-    if field.is_empty() || field.len() > 19 {
-        return None;
-    }
-    let mut value = 0u64;
-    for &b in field {
-        if !b.is_ascii_digit() {
-            return None;
-        }
-        value = value * 10 + u64::from(b - b'0');
-    }
-    Some(value)
-}
-
 /// ASCII text that `str::trim` leaves as it is; `None` for anything else.
 fn untrimmed_ascii(field: &str) -> Option<&str> {
     let blank = |b: &u8| b.is_ascii_whitespace() || *b == 0x0b;

@@ -19,7 +19,7 @@ use std::io::{self, Read};
 use std::sync::mpsc;
 
 use super::record::{Record, StageName};
-use super::{plain_number, untrimmed_ascii, MARKER};
+use super::{untrimmed_ascii, MARKER};
 use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
 use crate::progress::Progress;
@@ -87,62 +87,90 @@ impl<T> FastLine<T> {
 }
 
 impl<'a> FastLine<&'a str> {
-    /// The line after the marker, if it has the common form.
+    /// The line after the marker, if it has the common form. Each byte is looked at once:
+    /// the command by its first letter, numbers as they are read.
     pub(super) fn parse(body: &'a [u8]) -> Option<FastLine<&'a str>> {
-        let at = colon(body)?;
-        let (command, rest) = (&body[..at], &body[at + 1..]);
-        if command == b"fetch" {
-            let at = colon(rest)?;
-            let tick = plain_number(&rest[..at])?;
-            // The text fields are checked for UTF-8 at once, then cut at the colons (ASCII,
-            // so character boundaries).
-            let mut rest = std::str::from_utf8(&rest[at + 1..]).ok()?;
-            let mut field = || {
-                let at = colon(rest.as_bytes())?;
-                let field = rest.get(..at)?;
-                rest = rest.get(at + 1..)?;
-                Some(field)
-            };
-            let address = untrimmed_ascii(field()?)?;
-            let upc = untrimmed_ascii(field()?)?;
-            let (seq, disassembly) = match colon(rest.as_bytes()) {
-                Some(at) => (rest.get(..at)?, rest.get(at + 1..)?),
-                None => (rest, ""),
-            };
-            return Some(FastLine::Fetch {
-                tick,
-                address,
-                upc,
-                seq: plain_number(seq.as_bytes())?,
-                disassembly,
-            });
-        }
-        let (tick, after) = match colon(rest) {
-            Some(at) => (&rest[..at], Some(&rest[at + 1..])),
-            None => (rest, None),
+        let stage = |command, name, prefix: &[u8]| {
+            body.strip_prefix(prefix)
+                .map(|rest| (Some((command, name)), rest))
         };
-        let tick = plain_number(tick)?;
-        if command == b"retire" {
-            let store = match after {
-                None => None,
-                Some(field) => Some(field.strip_prefix(b"store:").and_then(plain_number)?),
-            };
-            return Some(FastLine::Retire { tick, store });
-        }
-        let (command, name) = match command {
-            b"decode" => ("decode", StageName::Dc),
-            b"rename" => ("rename", StageName::Rn),
-            b"dispatch" => ("dispatch", StageName::Ds),
-            b"issue" => ("issue", StageName::Is),
-            b"complete" => ("complete", StageName::Cm),
+        let (stage, rest) = match body.first()? {
+            b'f' => (None, body.strip_prefix(b"fetch:")?),
+            b'd' => stage("decode", StageName::Dc, b"decode:")
+                .or_else(|| stage("dispatch", StageName::Ds, b"dispatch:"))?,
+            b'r' => match body.strip_prefix(b"retire:") {
+                Some(rest) => return FastLine::retire(rest),
+                None => stage("rename", StageName::Rn, b"rename:")?,
+            },
+            b'i' => stage("issue", StageName::Is, b"issue:")?,
+            b'c' => stage("complete", StageName::Cm, b"complete:")?,
             _ => return None,
         };
-        Some(FastLine::Stage {
-            command,
-            name,
+        let (tick, after) = leading_number(rest)?;
+        if let Some((command, name)) = stage {
+            // Anything after the tick's colon is not looked at (nor is it by Konata).
+            return matches!(after.first(), None | Some(b':')).then_some(FastLine::Stage {
+                command,
+                name,
+                tick,
+            });
+        }
+        // The text fields are checked for UTF-8 at once, then cut at the colons (ASCII, so
+        // character boundaries).
+        let mut rest = std::str::from_utf8(after.strip_prefix(b":")?).ok()?;
+        let mut field = || {
+            let at = colon(rest.as_bytes())?;
+            let field = rest.get(..at)?;
+            rest = rest.get(at + 1..)?;
+            Some(field)
+        };
+        let address = untrimmed_ascii(field()?)?;
+        let upc = untrimmed_ascii(field()?)?;
+        let (seq, after) = leading_number(rest.as_bytes())?;
+        let disassembly = match after.first() {
+            None => "",
+            Some(b':') => rest.get(rest.len() - after.len() + 1..)?,
+            Some(_) => return None,
+        };
+        Some(FastLine::Fetch {
             tick,
+            address,
+            upc,
+            seq,
+            disassembly,
         })
     }
+
+    /// `retire:<tick>` or `retire:<tick>:store:<tick>`, after `retire:`.
+    fn retire(rest: &[u8]) -> Option<FastLine<&'a str>> {
+        let (tick, after) = leading_number(rest)?;
+        let store = match after {
+            [] => None,
+            _ => match leading_number(after.strip_prefix(b":store:")?)? {
+                (store, []) => Some(store),
+                _ => return None,
+            },
+        };
+        Some(FastLine::Retire { tick, store })
+    }
+}
+
+/// The number of 1 to 19 decimal digits (so it cannot overflow) at the start of `bytes`, and
+/// what follows it; `None` for anything the general path must look at.
+pub(super) fn leading_number(bytes: &[u8]) -> Option<(u64, &[u8])> {
+    let mut value = 0u64;
+    let mut digits = 0;
+    while let Some(&byte) = bytes.get(digits) {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        value = value.wrapping_mul(10).wrapping_add(u64::from(digit));
+        digits += 1;
+    }
+    (1..=19)
+        .contains(&digits)
+        .then(|| (value, &bytes[digits..]))
 }
 
 /// Where the first colon of a field is: a plain loop, as the fields are a few bytes long

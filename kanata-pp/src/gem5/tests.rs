@@ -1056,16 +1056,63 @@ fn synthetic_traces_are_deterministic() {
 
 #[test]
 fn the_fast_record_path_leaves_every_unusual_field_to_the_general_one() {
-    assert_eq!(plain_number(b"0"), Some(0));
+    use read::leading_number;
+    assert_eq!(leading_number(b"0"), Some((0, &b""[..])));
     assert_eq!(
-        plain_number(b"9999999999999999999"),
-        Some(9_999_999_999_999_999_999)
+        leading_number(b"9999999999999999999:x"),
+        Some((9_999_999_999_999_999_999, &b":x"[..]))
     );
     // Twenty digits may overflow: the general path decides.
-    assert_eq!(plain_number(b"18446744073709551615"), None);
+    assert_eq!(leading_number(b"18446744073709551615"), None);
     assert_eq!(number("18446744073709551615"), Some(u64::MAX));
-    assert_eq!(plain_number(b" 1"), None);
-    assert_eq!(plain_number(b""), None);
+    assert_eq!(leading_number(b" 1"), None);
+    assert_eq!(leading_number(b""), None);
+    // Lines the fast parse leaves to the general one, which reads them as Konata does.
+    for body in [
+        &b"decode:12x"[..],
+        b"decode: 12",
+        b"decodeX:12",
+        b"fetch:100:0x10:0:",
+        b"fetch:100:0x10 :0:7:nop",
+        b"fetch:100:0x10:0:7x:nop",
+        b"retire:5:",
+        b"retire:5:store:7:8",
+        b"retire:5:store:",
+        b"issue:",
+        b"frobnicate:5",
+    ] {
+        assert_eq!(
+            read::FastLine::parse(body),
+            None,
+            "{}",
+            String::from_utf8_lossy(body)
+        );
+    }
+    assert_eq!(
+        read::FastLine::parse(b"fetch:100:0x10:0:7:ld a0: 8(sp)"),
+        Some(read::FastLine::Fetch {
+            tick: 100,
+            address: "0x10",
+            upc: "0",
+            seq: 7,
+            disassembly: "ld a0: 8(sp)"
+        })
+    );
+    assert_eq!(
+        read::FastLine::parse(b"retire:5:store:7"),
+        Some(read::FastLine::Retire {
+            tick: 5,
+            store: Some(7)
+        })
+    );
+    assert_eq!(
+        read::FastLine::parse(b"dispatch:9:ignored"),
+        Some(read::FastLine::Stage {
+            command: "dispatch",
+            name: StageName::Ds,
+            tick: 9
+        })
+    );
     assert_eq!(untrimmed_ascii("0x10"), Some("0x10"));
     assert_eq!(untrimmed_ascii("0x10\x0b"), None);
     assert_eq!(untrimmed_ascii("0x1\u{a0}"), None);
@@ -1156,4 +1203,135 @@ fn records_packed_by_the_reading_thread_convert_as_read_line_by_line() {
     for rule in [Rule::G1, Rule::G2, Rule::G3, Rule::G4, Rule::G5] {
         assert!(seen.contains(&rule), "{rule:?} never reported");
     }
+}
+
+/// The fast parse of the reading thread, on lines made from pieces of record lines: whatever
+/// it accepts, the general path (which reads a line as Konata does) reads the same way.
+#[test]
+fn the_fast_parse_agrees_with_the_general_one_on_every_line_it_accepts() {
+    let pieces: [&[u8]; 24] = [
+        b"fetch",
+        b"decode",
+        b"dispatch",
+        b"rename",
+        b"retire",
+        b"issue",
+        b"complete",
+        b"store",
+        b":",
+        b":",
+        b":",
+        b"12",
+        b"0",
+        b"007",
+        b"99999999999999999999",
+        b"0x1f",
+        b" ",
+        b"\t",
+        b"add a0, a1",
+        b"\xc3\xa9",
+        b"\xff",
+        b"x",
+        b"thread",
+        b"",
+    ];
+    let mut rng = 0x2545_f491_4f6c_dd1d_u64;
+    let mut next = |bound: usize| {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        (rng % bound as u64) as usize
+    };
+    let templates: [&[&[u8]]; 5] = [
+        &[
+            b"fetch",
+            b":",
+            b"12",
+            b":",
+            b"0x1f",
+            b":",
+            b"0",
+            b":",
+            b"007",
+            b":",
+            b"add a0, a1",
+        ],
+        &[b"decode", b":", b"12"],
+        &[b"dispatch", b":", b"0"],
+        &[b"retire", b":", b"12", b":", b"store", b":", b"007"],
+        &[b"retire", b":", b"12"],
+    ];
+    let mut accepted = 0;
+    for _ in 0..200_000 {
+        // A record line, changed in a few places: a piece replaced, one put in, one left out.
+        let mut line: Vec<&[u8]> = templates[next(templates.len())].to_vec();
+        for _ in 0..next(3) {
+            let at = next(line.len() + 1);
+            match next(3) {
+                0 if at < line.len() => line[at] = pieces[next(pieces.len())],
+                1 => line.insert(at, pieces[next(pieces.len())]),
+                _ if at < line.len() => {
+                    line.remove(at);
+                }
+                _ => {}
+            }
+        }
+        let body = line.concat();
+        let Some(fast) = read::FastLine::parse(&body) else {
+            continue;
+        };
+        accepted += 1;
+        // As the general path reads a line (a stage line is accepted whatever follows its
+        // tick, which nobody reads).
+        let text = &*String::from_utf8_lossy(&body);
+        let mut fields = text.split(':');
+        let command = fields.next().unwrap_or("").trim();
+        let tick = fields.clone().next().and_then(number);
+        match fast {
+            read::FastLine::Fetch {
+                tick,
+                address,
+                upc,
+                seq,
+                disassembly,
+            } => {
+                let general = FetchLine::parse(text).expect("the general path reads it");
+                assert_eq!(command, "fetch", "{text}");
+                assert_eq!(
+                    (tick, address, upc, seq, disassembly),
+                    (
+                        general.tick,
+                        general.address,
+                        general.upc,
+                        general.seq,
+                        general.disassembly
+                    ),
+                    "{text}"
+                );
+            }
+            read::FastLine::Stage {
+                command: fast_command,
+                name,
+                tick: fast_tick,
+            } => {
+                assert_eq!(command, fast_command, "{text}");
+                assert_eq!(StageName::of_command(command), Some(name), "{text}");
+                assert_eq!(tick, Some(fast_tick), "{text}");
+            }
+            read::FastLine::Retire {
+                tick: fast_tick,
+                store,
+            } => {
+                assert_eq!(command, "retire", "{text}");
+                assert_eq!(tick, Some(fast_tick), "{text}");
+                fields.next();
+                assert_eq!(
+                    store_ticks(fields),
+                    store.into_iter().collect::<Vec<_>>(),
+                    "{text}"
+                );
+            }
+        }
+    }
+    assert!(accepted > 20_000, "only {accepted} lines accepted");
 }

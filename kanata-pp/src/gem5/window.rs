@@ -93,9 +93,7 @@ impl<T> Window<T> {
             let min = self.smallest[level - 1]
                 .get(group * 8..group * 8 + 8)
                 .and_then(|eight| <[u64; 8]>::try_from(eight).ok())
-                .map_or(u64::MAX, |eight| {
-                    eight.into_iter().fold(u64::MAX, u64::min)
-                });
+                .map_or(u64::MAX, |eight| eight.into_iter().fold(u64::MAX, u64::min));
             if self.smallest[level][group] == min {
                 break;
             }
