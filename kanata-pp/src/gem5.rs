@@ -409,9 +409,14 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                     upc,
                     disassembly,
                 }) => {
-                    // UTF-8, as the reading thread found (checked again: no unsafe code).
+                    // UTF-8, as the reading thread found: checked again (no unsafe code),
+                    // once for the three fields and what is between them.
+                    let text = line
+                        .block
+                        .get(address.start..disassembly.end)
+                        .and_then(|bytes| std::str::from_utf8(bytes).ok());
                     let field = |range: read::Range| {
-                        std::str::from_utf8(line.block.get(range.start..range.end)?).ok()
+                        text?.get(range.start - address.start..range.end - address.start)
                     };
                     match (field(address), field(upc), field(disassembly)) {
                         (Some(address), Some(upc), Some(disassembly)) => {

@@ -289,6 +289,8 @@ struct Prepacker {
     record: Record,
     /// The index of the `fetch` line of the record being built, if one is.
     open: Option<usize>,
+    /// Whether the line before was not a record line in the common form.
+    after_other: bool,
 }
 
 impl Prepacker {
@@ -296,6 +298,7 @@ impl Prepacker {
         Prepacker {
             record: Record::empty(),
             open: None,
+            after_other: false,
         }
     }
 
@@ -309,7 +312,11 @@ impl Prepacker {
         line: Option<&FastLine<&str>>,
         out: &mut PackedRecords,
     ) {
+        let after_other = std::mem::replace(&mut self.after_other, line.is_none());
         match (line, self.open) {
+            // gem5 prints the debug lines of an instruction before its record, and the
+            // converter does not take a record that debug lines name: not worth packing.
+            (Some(FastLine::Fetch { .. }), _) if after_other => self.open = None,
             (
                 Some(&FastLine::Fetch {
                     tick,
@@ -567,6 +574,7 @@ fn parse_lines(
     if let Some((packer, _)) = &mut packing {
         // A record is packed only when all of its lines are in the batch.
         packer.open = None;
+        packer.after_other = false;
     }
     for (index, item) in items.iter_mut().enumerate() {
         let number = first + index as u64;
