@@ -4,11 +4,13 @@
 //! being written. As a `Record` it takes about 700 bytes in scattered allocations, so the
 //! waiting records outgrow the processor's cache and each is a string of cache misses when it
 //! is written (`--window 2048` converted twice as fast). Packed, a record is its numbers as
-//! variable-length deltas and its texts (labels, notes, register keys), about 150 bytes for
-//! a plain one, appended to a chunk in the order records finish, which is nearly the order
-//! they are written: the chunks are read back as a stream. A packed record is unpacked into
-//! a spare `Record` when it is written, so everything after that is as before. (A record
-//! with several store ticks or more than eight stages, which are rare, waits unpacked.)
+//! variable-length deltas (those that follow from others only flagged: see `Record::pack`)
+//! and its texts (labels, notes, register keys), about 126 bytes for a plain one, appended
+//! to a chunk in the order records finish, which is nearly the order they are written: the
+//! chunks are read back as a stream. A packed record is unpacked into a spare `Record` when
+//! it is written, so everything after that is as before. (A record with several store ticks
+//! or more than eight stages, which are rare, waits unpacked.) Most records are packed by
+//! the reading thread (`read`), in a batch's own buffer, and copied here whole.
 
 /// Where a packed record is: its chunk and its offset there. The bytes start with their
 /// length.
