@@ -128,7 +128,9 @@ impl<'a> FastLine<&'a str> {
         let upc = untrimmed_ascii(field()?)?;
         let (seq, after) = leading_number(rest.as_bytes())?;
         let disassembly = match after.first() {
-            None => "",
+            // Empty, at the end of the line: every field is a piece of `body` (see
+            // `parse_lines`, which turns them into ranges of the block).
+            None => rest.get(rest.len()..)?,
             Some(b':') => rest.get(rest.len() - after.len() + 1..)?,
             Some(_) => return None,
         };
@@ -679,6 +681,22 @@ mod tests {
                 })
             );
             assert_eq!(lines[4].0, 5);
+        }
+    }
+
+    #[test]
+    fn a_fetch_line_without_disassembly_has_an_empty_one_at_its_end() {
+        let text = b"O3PipeView:fetch:1000:0x10:0:7\nO3PipeView:fetch:1000:0x10:0:8:\n";
+        let lines = read_all(text, 1 << 20);
+        for (line, length) in [(0, 30), (1, 31)] {
+            let Some(FastLine::Fetch { disassembly, .. }) = lines[line].2 else {
+                panic!("line {line} not parsed: {:?}", lines[line]);
+            };
+            let start = if line == 0 { 0 } else { 31 };
+            assert_eq!(
+                (disassembly.start, disassembly.end),
+                (start + length, start + length)
+            );
         }
     }
 
