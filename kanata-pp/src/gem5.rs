@@ -416,7 +416,8 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
                         .get(address.start..disassembly.end)
                         .and_then(|bytes| std::str::from_utf8(bytes).ok());
                     let field = |range: read::Range| {
-                        text?.get(range.start - address.start..range.end - address.start)
+                        let start = range.start.checked_sub(address.start)?;
+                        text?.get(start..start + (range.end - range.start))
                     };
                     match (field(address), field(upc), field(disassembly)) {
                         (Some(address), Some(upc), Some(disassembly)) => {
