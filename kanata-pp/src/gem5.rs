@@ -73,11 +73,11 @@
 //! parses the record lines of the common form and, for a record whose lines are all of that
 //! form, builds and packs it as this thread would (this thread takes it whole when nothing
 //! else, such as a debug line naming it, has a say in it); this thread keeps the records,
-//! the window and the calendar; the writer runs on a thread of its own (`replay`): the emitter sends it its
-//! calls in batches, and it encodes (and compresses) while this thread orders the next
-//! records. Records are reused once written, so reading allocates nothing per record; what
-//! writing a record reads (its stages, labels and store tick) is in one allocation, because a
-//! record is written a whole window after it was read, when it is no longer cached.
+//! the window and the calendar; the writer runs on a thread of its own (`replay`): the
+//! emitter sends it its calls in batches, and it encodes (and compresses) while this thread
+//! orders the next records. Records are reused once written, so reading allocates nothing
+//! per record, and a record waits packed (`packed`) in the order records finish, because it
+//! is written a whole window after it was read, when it is no longer cached.
 //!
 //! Memory is the window's: under 1 KB per waiting record (2 KB with `Rename` lines), some
 //! 30 MB at the default 16,384 (with the batches in flight) whatever the length of the trace.
@@ -377,10 +377,9 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
     ) -> Result<bool, Error> {
         let (seq, lineno) = (record.seq, record.number);
         if self.mode != Mode::Records
-            || self.clock.is_none()
             || self.current.is_some()
             || self.ex.holds(seq)
-            || self.packed.holds_more_than(self.packing_budget())
+            || !self.may_pack()
         {
             return Ok(false);
         }
@@ -594,11 +593,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         let Some(current) = self.current.as_mut() else {
             return Ok(false);
         };
-        let stores: &[u64] = match &store {
-            Some(store) => std::slice::from_ref(store),
-            None => &[],
-        };
-        let consumed = current.retire(tick, stores, self.ex.get_mut(current.seq));
+        let consumed = current.retire(tick, store.as_slice(), self.ex.get_mut(current.seq));
         self.ex.consumed(consumed);
         let record = self.current.take().expect("matched above");
         self.finished(Waiting::Record(record), diag)?;
@@ -816,12 +811,8 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         }
         let key = self.new_key(seq, line, diag);
         let fetch_tick = record.fetch_tick;
-        // Packed once the clock is known (the clock's detection reads the waiting records),
-        // and while the packed records' chunks stay within their budget.
         let waiting = match waiting {
-            Waiting::Record(record)
-                if self.clock.is_some() && !self.packed.holds_more_than(self.packing_budget()) =>
-            {
+            Waiting::Record(record) if self.may_pack() => {
                 self.packing.clear();
                 if record.pack(&mut self.packing) {
                     let at = self.packed.push(&self.packing);
@@ -853,10 +844,12 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         false
     }
 
-    /// The bytes the packed records' chunks may take: four times what the window's records
-    /// take packed, about 600 bytes a record.
-    fn packing_budget(&self) -> usize {
-        self.options.window.saturating_mul(600).max(1 << 20)
+    /// Whether a finished record waits packed: once the clock is known (its detection reads
+    /// the waiting records), and while the packed records' chunks take at most four times
+    /// what the window's records take packed (some 600 bytes a record).
+    fn may_pack(&self) -> bool {
+        let budget = self.options.window.saturating_mul(600).max(1 << 20);
+        self.clock.is_some() && !self.packed.holds_more_than(budget)
     }
 
     /// Writes what the reorder window no longer needs to hold, then releases the events

@@ -106,12 +106,12 @@ impl ExLogs {
         self.kept += 1;
     }
 
-    /// The lines kept for `seq`, to be consumed by its record.
     /// Whether anything is kept for `seq`.
     pub(super) fn holds(&self, seq: u64) -> bool {
         self.entries.contains_key(&seq)
     }
 
+    /// The lines kept for `seq`, to be consumed by its record.
     pub(super) fn get_mut(&mut self, seq: u64) -> Option<&mut ExEntry> {
         self.entries.get_mut(&seq)
     }

@@ -345,11 +345,7 @@ impl Prepacker {
             }
             (Some(&FastLine::Retire { tick, store }), Some(fetch)) => {
                 self.open = None;
-                let stores: &[u64] = match &store {
-                    Some(store) => std::slice::from_ref(store),
-                    None => &[],
-                };
-                self.record.retire(tick, stores, None);
+                self.record.retire(tick, store.as_slice(), None);
                 let start = out.bytes.len();
                 if self.record.pack(&mut out.bytes) {
                     // A block is far smaller than 4 GiB.
@@ -688,15 +684,12 @@ mod tests {
     fn a_fetch_line_without_disassembly_has_an_empty_one_at_its_end() {
         let text = b"O3PipeView:fetch:1000:0x10:0:7\nO3PipeView:fetch:1000:0x10:0:8:\n";
         let lines = read_all(text, 1 << 20);
-        for (line, length) in [(0, 30), (1, 31)] {
+        // Each line's end in the block: 30, and 31 + 31.
+        for (line, end) in [(0, 30), (1, 62)] {
             let Some(FastLine::Fetch { disassembly, .. }) = lines[line].2 else {
                 panic!("line {line} not parsed: {:?}", lines[line]);
             };
-            let start = if line == 0 { 0 } else { 31 };
-            assert_eq!(
-                (disassembly.start, disassembly.end),
-                (start + length, start + length)
-            );
+            assert_eq!((disassembly.start, disassembly.end), (end, end));
         }
     }
 

@@ -170,6 +170,15 @@ impl Stages {
     pub(crate) fn len(&self) -> usize {
         self.len
     }
+
+    /// Where the last stage `name` starts (`complete` is where the last `Cm` does).
+    fn last_start_of(&self, name: StageName) -> Option<u64> {
+        self.as_slice()
+            .iter()
+            .rev()
+            .find(|s| s.name == name)
+            .map(|s| s.start)
+    }
 }
 
 /// The store ticks of a record: nearly always one, kept in place.
@@ -450,10 +459,9 @@ impl Record {
                 put_tick(out, base, tick);
             }
         }
-        let last_cm = stages.iter().rev().find(|s| s.name == StageName::Cm);
         match self.complete {
             None => out.push(0),
-            Some(tick) if last_cm.is_some_and(|s| s.start == tick) => out.push(1),
+            Some(tick) if self.stages.last_start_of(StageName::Cm) == Some(tick) => out.push(1),
             Some(tick) => {
                 out.push(2);
                 put_tick(out, base, tick);
@@ -541,13 +549,7 @@ impl Record {
         self.stores.set(store.as_slice());
         self.complete = match take_byte(bytes) {
             0 => None,
-            1 => self
-                .stages
-                .as_slice()
-                .iter()
-                .rev()
-                .find(|s| s.name == StageName::Cm)
-                .map(|s| s.start),
+            1 => self.stages.last_start_of(StageName::Cm),
             _ => Some(take_tick(bytes, base)),
         };
         self.notes.clear();

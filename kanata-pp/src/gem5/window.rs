@@ -4,8 +4,8 @@
 //! Sequence numbers are nearly dense and records come at most a window late, so most
 //! entries sit in a ring indexed by sequence number from the lowest one waiting: inserting
 //! and taking the lowest cost no search, and a tree of minima over the ring's slots, eight
-//! to a node, keeps the smallest fetch tick. Duplicates (several CPUs) and sequence numbers out of the ring's
-//! reach wait in an ordered map; the lowest key is the lower of both.
+//! to a node, keeps the smallest fetch tick. Duplicates (several CPUs) and sequence numbers
+//! out of the ring's reach wait in an ordered map; the lowest key is the lower of both.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BinaryHeap};
