@@ -406,3 +406,16 @@ impl Diagnostics {
         Ok(())
     }
 }
+
+/// The `--strict` error for the first repair, if there was one.
+pub(crate) fn strict_error(diag: &Diagnostics) -> Option<crate::error::Error> {
+    let (rule, example) = diag.strict_violation()?;
+    let error = crate::error::Error::new(
+        crate::error::ErrorKind::Strict,
+        format!("--strict: {rule}: {}", example.message),
+    );
+    Some(match example.line {
+        0 => error,
+        line => error.with_line(line),
+    })
+}

@@ -1,32 +1,38 @@
 //! kanata-pp: turns the Kanata logs real simulators write into canonical Kanata files that
 //! Konata draws exactly as the simulator meant, with zero warnings.
+//!
+//! # Where things are
+//!
+//! The folders follow the way the data goes (`docs/architecture.md` says more):
+//!
+//! - [`input`]: opening a path or stdin, decompressing gzip or zstd, detecting the format,
+//!   the progress bar over the bytes read.
+//! - one folder per input format: `kanata` (the parser, the two-thread reader, the
+//!   normalizer and the id and stage-name helpers: the quirk rules Q1–Q20), [`gem5`]
+//!   (O3PipeView and its dialects, with the reorder window) and [`rsd`] (RSD's raw logs and
+//!   their RV32 disassembler).
+//! - [`convert`]: one conversion, tying an input, a format's reader and the writer together,
+//!   with the temporary file renamed into place at the end.
+//! - [`output`]: what reads the canonical text on its way out (the statistics).
+//! - [`cli`]: the command line, batches and the JSON reports.
+//!
+//! [`diag`] (the repairs, by rule) and [`error`] are shared by all of them.
 
-pub mod app;
-pub mod batch;
 pub mod cli;
 pub mod convert;
-pub mod detect;
 pub mod diag;
 pub mod error;
 pub mod gem5;
 pub mod input;
+mod kanata;
+pub mod output;
 pub mod rsd;
-pub mod rv32_disasm;
-pub mod stats;
-
-mod ids;
-mod json;
-mod kanata_parse;
-mod kanata_read;
-mod normalize;
-mod progress;
-mod stage_names;
 
 pub use convert::{convert, Destination, Options, Report};
-pub use detect::Format;
 pub use diag::{Diagnostics, Rule};
 pub use error::{Error, ErrorKind};
 pub use gem5::Gem5Options;
-pub use normalize::{CloseOpen, Repairs};
+pub use input::detect::Format;
+pub use kanata::normalize::{CloseOpen, Repairs};
+pub use output::stats::{StageStats, StatsSink, ThreadStats, TraceStats};
 pub use rsd::RsdOptions;
-pub use stats::{StageStats, StatsSink, ThreadStats, TraceStats};

@@ -5,11 +5,11 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use kanata_pp::cli::Cli;
+use kanata_pp::cli::args::Cli;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    match kanata_pp::app::run(&cli) {
+    match kanata_pp::cli::app::run(&cli) {
         Ok(outcome) if outcome.failed == 0 => ExitCode::SUCCESS,
         Ok(_) => ExitCode::from(1),
         Err(err) if err.is_broken_pipe() => ExitCode::SUCCESS,

@@ -22,7 +22,7 @@ use super::record::{Record, StageName};
 use super::{untrimmed_ascii, MARKER};
 use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
-use crate::progress::Progress;
+use crate::input::progress::Progress;
 
 /// Batches in flight: enough that neither thread waits on the other batch by batch, few
 /// enough to bound the memory a fast reader can take.
@@ -366,7 +366,7 @@ impl Prepacker {
 }
 
 /// `raw`, one line without its line end, as the reading thread hands lines over: for the
-/// line-at-a-time [`Converter`](crate::convert::Converter) interface.
+/// line-at-a-time [`Converter`](crate::convert::converter::Converter) interface.
 pub(super) fn single_line(raw: &[u8], number: u64) -> Line<'_> {
     let mut items = [line_item(raw, 0, raw.len())];
     parse_lines(raw, number, &mut items, None);
@@ -439,7 +439,7 @@ pub(super) fn run(
                 next(Next::Line(line), diag)?;
                 taken = 1;
             }
-            if let Some(error) = crate::kanata_read::strict_error(diag) {
+            if let Some(error) = crate::diag::strict_error(diag) {
                 return Err(error);
             }
             if (number - 1) / 65_536 != (number - 1 + taken as u64) / 65_536 {

@@ -20,7 +20,7 @@
 //! next cycle, and `clear` without `stall` flushes. The gid unwraps the 10-bit serial
 //! around the youngest retired gid (`4 * sid + mid`, modulo 4096 moved to the window of the
 //! largest gid retired so far). The first `L` of an op queues its type-0 label,
-//! `<pc>: <disassembly>` ([`crate::rv32_disasm`]).
+//! `<pc>: <disassembly>` ([`crate::rsd::disasm`]).
 //!
 //! **Hold-back.** After each `C` line, the cycles at least three behind the current one are
 //! released in order. Holding them back lets a later line cancel them: an op flushed straight
@@ -60,19 +60,21 @@
 //! Memory therefore follows the ops in flight and the hold-back window, however long the
 //! run.
 
+pub mod disasm;
+
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
 use kanata_writer::{Finished, InsnId, LabelKind, Lane, Stage, Writer, WriterBuilder};
 
-use crate::convert::Converter;
+use crate::convert::converter::Converter;
 use crate::diag::{Diagnostics, Rule};
 use crate::error::{Error, ErrorKind};
-use crate::ids::IdMap;
-use crate::kanata_parse::parse_int;
-use crate::normalize::Repairs;
-use crate::rv32_disasm::{self, Syntax};
+use crate::kanata::ids::IdMap;
+use crate::kanata::normalize::Repairs;
+use crate::kanata::parse::parse_int;
+use disasm::Syntax;
 
 /// How an RSD raw log is read.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -503,7 +505,7 @@ impl<W: Write + Send + 'static> RsdConverter<W> {
         let mut label = text(f[3], lineno, diag).into_owned();
         label.push_str(": ");
         let code = text(f[4], lineno, diag);
-        if rv32_disasm::disassemble_into(&code, self.syntax, &mut label).is_err() {
+        if disasm::disassemble_into(&code, self.syntax, &mut label).is_err() {
             diag.report(Rule::R2, lineno, || {
                 format!(
                     "instruction word {code}: RSD's disassembler raises UnboundLocalError; \

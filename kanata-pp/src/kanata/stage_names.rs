@@ -7,7 +7,7 @@
 
 use kanata_writer::Stage;
 
-use crate::ids::IdMap;
+use crate::kanata::ids::IdMap;
 
 /// Slots of the table of short names (a power of two).
 const SLOTS: usize = 64;

@@ -48,7 +48,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::io::{self, Write};
 
-use crate::json::JsonObject;
+use crate::cli::report::JsonObject;
 
 /// The longest line that is parsed (label lines excepted: they are not parsed at all).
 const MAX_LINE: usize = 4096;
@@ -101,7 +101,7 @@ impl StageStats {
     /// residency that at least `p` % of the segments do not exceed; 0 without segments.
     ///
     /// ```
-    /// # use kanata_pp::stats::StageStats;
+    /// # use kanata_pp::output::stats::StageStats;
     /// let mut stage = StageStats::default();
     /// stage.histogram.insert(1, 90);
     /// stage.histogram.insert(7, 10);
@@ -288,7 +288,7 @@ impl TraceStats {
     /// have a fraction. Ratios that would divide by zero are written as 0.
     ///
     /// ```
-    /// # use kanata_pp::stats::TraceStats;
+    /// # use kanata_pp::output::stats::TraceStats;
     /// let mut json = Vec::new();
     /// TraceStats::default().write_json(&mut json).unwrap();
     /// let json = String::from_utf8(json).unwrap();
@@ -400,7 +400,7 @@ fn write_columns(
 ///
 /// ```
 /// use std::io::Write;
-/// use kanata_pp::stats::StatsSink;
+/// use kanata_pp::output::stats::StatsSink;
 ///
 /// let trace = "Kanata\t0004\nC=\t100\n\
 ///              I\t0\t0\t0\nS\t0\t0\tF\nI\t1\t1\t0\nS\t1\t0\tF\n\
@@ -511,7 +511,7 @@ impl<W: Write> Write for StatsSink<W> {
 // ----- the parser and its state -----
 
 /// File ids and short stage keys: a fast integer hash is what matters.
-type Fx = BuildHasherDefault<crate::ids::IdHasher>;
+type Fx = BuildHasherDefault<crate::kanata::ids::IdHasher>;
 
 /// A stage open in one lane of a live instruction.
 #[derive(Clone, Copy, Debug)]

@@ -5,11 +5,11 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use crate::batch::{self, Job};
-use crate::cli::{Cli, ReportArg};
+use crate::cli::args::{Cli, ReportArg};
+use crate::cli::batch::{self, Job};
+use crate::cli::report::JsonObject;
 use crate::convert::{compression_name, convert, Destination, Report};
 use crate::error::{Error, ErrorKind};
-use crate::json::JsonObject;
 
 /// What a run ended with: how many inputs failed, or a usage error.
 #[derive(Debug)]

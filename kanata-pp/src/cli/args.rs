@@ -6,10 +6,10 @@ use clap::{Parser, ValueEnum};
 use kanata_writer::Compression;
 
 use crate::convert::{Destination, Options};
-use crate::detect::Format;
 use crate::gem5::Gem5Options;
-use crate::normalize::{CloseOpen, Repairs};
-use crate::rv32_disasm::Syntax;
+use crate::input::detect::Format;
+use crate::kanata::normalize::{CloseOpen, Repairs};
+use crate::rsd::disasm::Syntax;
 
 const EXAMPLES: &str = "\
 Examples:

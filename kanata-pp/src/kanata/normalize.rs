@@ -18,9 +18,9 @@ use kanata_writer::{Writer, WriterBuilder};
 
 use crate::diag::{Diagnostics, Rule};
 use crate::error::Error;
-use crate::ids::{out_id, IdHasher, Ids, Resolved};
-use crate::kanata_parse::{Command, Line, RetireType, SimId};
-use crate::stage_names::StageNames;
+use crate::kanata::ids::{out_id, IdHasher, Ids, Resolved};
+use crate::kanata::parse::{Command, Line, RetireType, SimId};
+use crate::kanata::stage_names::StageNames;
 
 /// What to do with instructions that are still open at the end of the log (Q15).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -211,7 +211,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             Line::Invalid => Ok(()),
             Line::CycleOutOfRange(cycle) => Err(Error::at_line(
                 lineno,
-                crate::kanata_parse::cycle_out_of_range(cycle),
+                crate::kanata::parse::cycle_out_of_range(cycle),
             )),
         }
     }

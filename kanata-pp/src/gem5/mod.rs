@@ -110,10 +110,10 @@ use self::packed::{Arena, PackedRef};
 use self::read::FastLine;
 use self::record::{Fate, Record, StageName};
 use self::window::{Key, Window};
-use crate::convert::Converter;
+use crate::convert::converter::Converter;
 use crate::diag::{Diagnostics, Rule};
 use crate::error::{Error, ErrorKind};
-use crate::progress::Progress;
+use crate::input::progress::Progress;
 
 /// How a gem5 trace is read.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1213,7 +1213,7 @@ pub(crate) fn run<W: Write + Send + 'static>(
         converter.next(next, diag)
     })?;
     let finished = converter.end(diag)?;
-    if let Some(error) = crate::kanata_read::strict_error(diag) {
+    if let Some(error) = crate::diag::strict_error(diag) {
         return Err(error);
     }
     Ok((finished, lines))

@@ -8,16 +8,24 @@ use std::time::Instant;
 
 use kanata_writer::{CompressWriter, Compression, Finished, Summary, WriterBuilder};
 
-use crate::detect::{self, Format};
 use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
 use crate::gem5::Gem5Options;
+use crate::input::detect::{self, Format};
+use crate::input::progress::Progress;
 use crate::input::{self, InputCompression, Lines};
-use crate::kanata_read::Sharing;
-use crate::normalize::{KanataNormalizer, Repairs};
-use crate::progress::Progress;
+use crate::kanata::normalize::{KanataNormalizer, Repairs};
+use crate::kanata::read::Sharing;
+use crate::output::stats::{StatsSink, TraceStats};
 use crate::rsd::RsdOptions;
-use crate::stats::{StatsSink, TraceStats};
+
+pub(crate) mod converter;
+use converter::Converter;
+mod paths;
+
+pub(crate) use paths::is_same_file;
+pub use paths::{default_output, output_stem};
+use paths::{is_special_file, temp_beside};
 
 /// Where the converted trace goes.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,54 +118,6 @@ pub struct Report {
     pub stats: Option<TraceStats>,
 }
 
-/// The output name used when none is given: the input's name with its compression suffix and
-/// its format suffix replaced by `.kanata` (plus the compression's own suffix).
-///
-/// ```
-/// use kanata_pp::convert::default_output;
-/// use kanata_writer::Compression;
-/// use std::path::Path;
-/// assert_eq!(default_output(Path::new("runs/a.log.gz"), Compression::None).unwrap(),
-///            Path::new("runs/a.kanata"));
-/// assert_eq!(default_output(Path::new("trace.out"), Compression::Zstd).unwrap(),
-///            Path::new("trace.kanata.zst"));
-/// assert!(default_output(Path::new("x.kanata"), Compression::None).is_err());
-/// ```
-pub fn default_output(input: &Path, compression: Compression) -> Result<PathBuf, Error> {
-    let stem = output_stem(input)
-        .filter(|_| input.as_os_str() != "-")
-        .ok_or_else(|| Error::new(ErrorKind::Usage, "give the output with -o"))?;
-    let suffix = match compression {
-        Compression::None => "",
-        Compression::Gzip => ".gz",
-        Compression::Zstd => ".zst",
-    };
-    let output = input.with_file_name(format!("{stem}.kanata{suffix}"));
-    if output == input {
-        return Err(Error::new(
-            ErrorKind::Usage,
-            format!(
-                "the default output name would overwrite the input {}: give the output with -o",
-                input.display()
-            ),
-        ));
-    }
-    Ok(output)
-}
-
-/// The input's file name without its compression suffix (`.gz`, `.zst`) and its format
-/// suffix (`.log`, `.out`, …): the name its output gets.
-pub fn output_stem(input: &Path) -> Option<&str> {
-    let mut stem = input.file_name()?.to_str()?;
-    for suffix in [".gz", ".zst"] {
-        stem = stem.strip_suffix(suffix).unwrap_or(stem);
-    }
-    if let Some(dot) = stem.rfind('.').filter(|&at| at > 0) {
-        stem = &stem[..dot];
-    }
-    Some(stem)
-}
-
 /// Checks a compression level before any work: out of range is a usage error.
 pub fn check_level(compression: Compression, level: Option<i32>) -> Result<(), Error> {
     compression
@@ -220,7 +180,7 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
         builder.level(level);
     }
     if let Destination::Path(output) = &options.destination {
-        if crate::batch::is_same_file(output, input) {
+        if is_same_file(output, input) {
             return Err(Error::new(
                 ErrorKind::Usage,
                 format!("the output {} is the input", output.display()),
@@ -333,42 +293,6 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
     })
 }
 
-/// A temporary file in the folder of `path`, and the path it is renamed to at the end: `path`
-/// itself, or the file it names when it is a symbolic link (the link stays).
-fn temp_beside(path: &Path) -> Result<(tempfile::NamedTempFile, PathBuf), Error> {
-    let target = match fs::symlink_metadata(path) {
-        Ok(meta) if meta.file_type().is_symlink() => {
-            fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
-        }
-        _ => path.to_owned(),
-    };
-    let dir = match target.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
-    };
-    let mut temp = tempfile::Builder::new();
-    temp.prefix(".kanata-pp-").suffix(".tmp");
-    // A temporary file is private (0600) by default; the output should get the permissions
-    // any new file gets (0666 less the umask).
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        temp.permissions(std::fs::Permissions::from_mode(0o666));
-    }
-    let temp = temp.tempfile_in(dir).map_err(|err| {
-        Error::new(
-            ErrorKind::Io,
-            format!("cannot create a file in {}: {err}", dir.display()),
-        )
-    })?;
-    Ok((temp, target))
-}
-
-/// Whether `path` exists and is not a regular file (a device, a FIFO, a socket).
-fn is_special_file(path: &Path) -> bool {
-    fs::metadata(path).is_ok_and(|meta| !meta.is_file() && !meta.is_dir())
-}
-
 /// Runs the conversion into `output`; with `--stats`, the statistics are taken from the
 /// uncompressed text on its way to the compressor, on the writer's background thread.
 #[allow(clippy::too_many_arguments)]
@@ -433,7 +357,7 @@ fn run<W: Write + Send + 'static>(
             let normalizer = KanataNormalizer::new(builder, output, options.repairs.clone());
             let prefix = options.repairs.strip_prefix.clone();
             let sharing = Sharing::for_output(compression != Compression::None);
-            return crate::kanata_read::run(reader, normalizer, prefix, diag, progress, sharing);
+            return crate::kanata::read::run(reader, normalizer, prefix, diag, progress, sharing);
         }
         Format::Gem5 => {
             let options = options.gem5.clone();
@@ -459,7 +383,7 @@ fn run<W: Write + Send + 'static>(
             }
         };
         converter.line(line, number, diag)?;
-        if let Some(error) = crate::kanata_read::strict_error(diag) {
+        if let Some(error) = crate::diag::strict_error(diag) {
             return Err(error);
         }
         if number % 65_536 == 0 {
@@ -467,17 +391,8 @@ fn run<W: Write + Send + 'static>(
         }
     }
     let finished = converter.finish(diag)?;
-    if let Some(error) = crate::kanata_read::strict_error(diag) {
+    if let Some(error) = crate::diag::strict_error(diag) {
         return Err(error);
     }
     Ok((finished, lines.number))
-}
-
-/// One input format's reader: takes the input line by line and writes the trace.
-pub(crate) trait Converter<W> {
-    /// Reads one line (without its line end); `lineno` is 1-based.
-    fn line(&mut self, line: &[u8], lineno: u64, diag: &mut Diagnostics) -> Result<(), Error>;
-
-    /// Ends the input: writes what is left and finishes the output.
-    fn finish(self: Box<Self>, diag: &mut Diagnostics) -> Result<Finished<W>, Error>;
 }

@@ -16,11 +16,11 @@ use std::sync::mpsc;
 
 use kanata_writer::Finished;
 
-use crate::diag::{Diagnostics, Rule};
+use crate::diag::{strict_error, Diagnostics, Rule};
 use crate::error::Error;
-use crate::kanata_parse::{Command, Line, LineParser};
-use crate::normalize::{shorten, KanataNormalizer};
-use crate::progress::Progress;
+use crate::input::progress::Progress;
+use crate::kanata::normalize::{shorten, KanataNormalizer};
+use crate::kanata::parse::{Command, Line, LineParser};
 
 /// Batches in flight between the threads; a few bound the memory a fast reader can take.
 const BATCHES_IN_FLIGHT: usize = 4;
@@ -529,7 +529,7 @@ fn parse_lines(
         match reader.read(line, slash, number, diag) {
             Ok(None) => {}
             Ok(Some((Line::CycleOutOfRange(cycle), _))) => {
-                let message = crate::kanata_parse::cycle_out_of_range(cycle);
+                let message = crate::kanata::parse::cycle_out_of_range(cycle);
                 return Some(Err(Error::at_line(number, message)));
             }
             // By reference, here and on to the normalizer: a copy of the line would load it
@@ -572,23 +572,10 @@ fn end_of_input(
     Ok(at.number)
 }
 
-/// The `--strict` error for the first repair, if there was one.
-pub(crate) fn strict_error(diag: &Diagnostics) -> Option<Error> {
-    let (rule, example) = diag.strict_violation()?;
-    let error = Error::new(
-        crate::ErrorKind::Strict,
-        format!("--strict: {rule}: {}", example.message),
-    );
-    Some(match example.line {
-        0 => error,
-        line => error.with_line(line),
-    })
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::normalize::Repairs;
+    use crate::kanata::normalize::Repairs;
     use kanata_writer::WriterBuilder;
 
     fn convert(input: Vec<u8>) -> (Vec<u8>, Diagnostics) {

@@ -45,7 +45,7 @@ pub fn detect(head: &[u8]) -> Result<Format, Error> {
         return Ok(Format::Gem5);
     }
     for line in head.split(|&b| b == b'\n') {
-        let line = crate::kanata_parse::trim(line);
+        let line = crate::kanata::parse::trim(line);
         if line.is_empty() || line.starts_with(b"#") || line.starts_with(b"//") {
             continue;
         }

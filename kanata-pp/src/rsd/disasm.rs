@@ -49,7 +49,7 @@ impl std::error::Error for PythonCrash {}
 /// converter writes it.
 ///
 /// ```
-/// use kanata_pp::rv32_disasm::{disassemble, Syntax};
+/// use kanata_pp::rsd::disasm::{disassemble, Syntax};
 /// assert_eq!(disassemble("0100006f", Syntax::Head), "jal zero, 0x10");
 /// assert_eq!(disassemble("00c12023", Syntax::Head), "sw a2, 0x0(sp)");
 /// assert_eq!(disassemble("00c12023", Syntax::Before2023), "sw a2, sp, 0x0");

@@ -13,7 +13,7 @@ use memchr::memchr;
 use crate::diag::{Diagnostics, Rule};
 
 /// What one input line is. `T` is how text is held: a slice of the line while parsing,
-/// a [`Span`](crate::kanata_read::Span) between threads, owned bytes when held back.
+/// a [`Span`](crate::kanata::read::Span) between threads, owned bytes when held back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Line<T> {
     /// Empty or only white space.

@@ -9,7 +9,7 @@ use std::sync::Mutex;
 
 use kanata_writer::Compression;
 
-use crate::convert::{convert, output_stem, Destination, Options, Report};
+use crate::convert::{convert, is_same_file, output_stem, Destination, Options, Report};
 use crate::error::{Error, ErrorKind};
 
 /// One conversion of a batch.
@@ -26,7 +26,7 @@ pub struct Job {
 /// are a usage error, found before any work starts.
 ///
 /// ```
-/// use kanata_pp::batch::plan;
+/// use kanata_pp::cli::batch::plan;
 /// use kanata_writer::Compression;
 /// use std::path::{Path, PathBuf};
 /// let jobs = plan(&[PathBuf::from("a/run1.log.gz"), PathBuf::from("b/run2.out")],
@@ -107,7 +107,7 @@ pub fn run(
         Mutex::new((0..jobs.len()).map(|_| None).collect());
     let reported = Mutex::new((0usize, done));
     let threads = threads.clamp(1, jobs.len().max(1));
-    let bars = crate::progress::batch_group(options.progress, jobs.len());
+    let bars = crate::input::progress::batch_group(options.progress, jobs.len());
     let mut options = options.clone();
     options.progress_group = bars.as_ref().map(|(group, _)| group.clone());
     let options = &options;
@@ -150,35 +150,4 @@ pub fn run(
         .into_iter()
         .map(|r| r.unwrap_or_else(|| Err(Error::new(ErrorKind::Io, "not run"))))
         .collect()
-}
-
-/// Whether two paths name the same file, even through folders not made yet
-/// (`new/../x.log` is `x.log`).
-pub(crate) fn is_same_file(a: &Path, b: &Path) -> bool {
-    a == b || matches!((resolve(a), resolve(b)), (Some(a), Some(b)) if a == b)
-}
-
-/// `path` made absolute: its longest existing prefix resolved by the file system (links
-/// included), the rest, which cannot hold links yet, resolved by hand.
-fn resolve(path: &Path) -> Option<PathBuf> {
-    let mut existing = std::path::absolute(path).ok()?;
-    // The components after `existing`, last first.
-    let mut rest = Vec::new();
-    let mut resolved = loop {
-        if let Ok(resolved) = std::fs::canonicalize(&existing) {
-            break resolved;
-        }
-        rest.push(existing.components().next_back()?.as_os_str().to_owned());
-        if !existing.pop() {
-            return None;
-        }
-    };
-    for part in rest.iter().rev() {
-        if part == ".." {
-            resolved.pop();
-        } else if part != "." {
-            resolved.push(part);
-        }
-    }
-    Some(resolved)
 }

@@ -1,6 +1,9 @@
 //! Opening the input: a path or `-` (stdin), plain, gzip or zstd recognised by its magic
 //! bytes (never by its name), read as lines.
 
+pub mod detect;
+pub(crate) mod progress;
+
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};
 use std::path::Path;
