@@ -24,6 +24,7 @@ pub mod diag;
 pub mod error;
 pub mod gem5;
 pub mod input;
+mod json;
 mod kanata;
 pub mod output;
 pub mod rsd;

@@ -7,8 +7,8 @@ use std::path::PathBuf;
 
 use crate::cli::args::{Cli, ReportArg};
 use crate::cli::batch::{self, Job};
-use crate::cli::report::JsonObject;
-use crate::convert::{compression_name, convert, Destination, Report};
+use crate::cli::report::{file_json, SummaryReport};
+use crate::convert::{convert, Destination, Report};
 use crate::error::{Error, ErrorKind};
 
 /// What a run ended with: how many inputs failed, or a usage error.
@@ -113,14 +113,14 @@ pub fn run(cli: &Cli) -> Result<Outcome, Error> {
     };
     let results = batch::run(&jobs, &batch_options, threads, &mut done);
     let failed = results.iter().filter(|r| r.is_err()).count();
-    let totals = Totals::of(&results);
+    let totals = SummaryReport::of(&results);
     if json {
-        let _ = writeln!(io::stdout(), "{}", totals.json(results.len(), failed));
+        let _ = writeln!(io::stdout(), "{}", totals.json());
     } else if !cli.quiet {
         eprintln!(
             "kanata-pp: {} converted, {failed} failed, {} repairs, {} bytes in, {} bytes out",
             results.len() - failed,
-            totals.repairs,
+            totals.repairs_total,
             totals.bytes_in,
             totals.bytes_out
         );
@@ -166,122 +166,5 @@ fn print_json(inputs: &[PathBuf], results: &[Result<Report, Error>]) {
     for (input, result) in inputs.iter().zip(results) {
         let _ = writeln!(stdout, "{}", file_json(input, result));
     }
-    let failed = results.iter().filter(|r| r.is_err()).count();
-    let _ = writeln!(
-        stdout,
-        "{}",
-        Totals::of(results).json(results.len(), failed)
-    );
-}
-
-/// The JSON object of one input (field names documented in the README).
-pub fn file_json(input: &std::path::Path, result: &Result<Report, Error>) -> String {
-    let mut o = JsonObject::new();
-    o.string("type", "file")
-        .string("input", &input.display().to_string());
-    match result {
-        Ok(report) => {
-            let s = &report.summary;
-            let mut repairs = JsonObject::new();
-            for (rule, rule_report) in report.diagnostics.rules() {
-                repairs.int(rule.id(), rule_report.count);
-            }
-            o.opt_string(
-                "output",
-                report
-                    .output
-                    .as_ref()
-                    .map(|p| p.display().to_string())
-                    .as_deref(),
-            )
-            .string("format", report.format.name())
-            .string("input_compression", report.input_compression.name())
-            .string(
-                "output_compression",
-                compression_name(report.output_compression),
-            )
-            .string("status", "ok")
-            .null("error")
-            .null("error_line")
-            .int("instructions", s.instructions)
-            .int("retired", s.retired)
-            .int("flushed", s.flushed)
-            .int("open", s.left_open)
-            .int("first_cycle", s.first_cycle)
-            .int("last_cycle", s.last_cycle)
-            .int("repairs_total", report.diagnostics.total())
-            .object("repairs", repairs)
-            .int("bytes_in", report.bytes_in)
-            .int("bytes_out", report.bytes_out)
-            .int("lines_in", report.lines_in)
-            .int("lines_out", s.lines)
-            .float("seconds", report.seconds);
-            if let Some(stats) = &report.stats {
-                o.raw("stats", &stats.to_json());
-            }
-        }
-        Err(err) => {
-            o.null("output")
-                .null("format")
-                .null("input_compression")
-                .null("output_compression")
-                .string("status", "failed")
-                .string("error", &err.to_string())
-                .opt_int("error_line", err.line());
-            // The same keys as a success, so that tools can read every object alike.
-            for key in [
-                "instructions",
-                "retired",
-                "flushed",
-                "open",
-                "first_cycle",
-                "last_cycle",
-                "repairs_total",
-                "repairs",
-                "bytes_in",
-                "bytes_out",
-                "lines_in",
-                "lines_out",
-                "seconds",
-            ] {
-                o.null(key);
-            }
-        }
-    }
-    o.finish()
-}
-
-/// Sums over a batch.
-#[derive(Default)]
-struct Totals {
-    repairs: u64,
-    bytes_in: u64,
-    bytes_out: u64,
-    seconds: f64,
-}
-
-impl Totals {
-    fn of(results: &[Result<Report, Error>]) -> Totals {
-        let mut totals = Totals::default();
-        for report in results.iter().flatten() {
-            totals.repairs += report.diagnostics.total();
-            totals.bytes_in += report.bytes_in;
-            totals.bytes_out += report.bytes_out;
-            totals.seconds += report.seconds;
-        }
-        totals
-    }
-
-    fn json(&self, inputs: usize, failed: usize) -> String {
-        let mut o = JsonObject::new();
-        o.string("type", "summary")
-            .int("inputs", inputs as u64)
-            .int("converted", (inputs - failed) as u64)
-            .int("failed", failed as u64)
-            .int("repairs_total", self.repairs)
-            .int("bytes_in", self.bytes_in)
-            .int("bytes_out", self.bytes_out)
-            .float("seconds", self.seconds);
-        o.finish()
-    }
+    let _ = writeln!(stdout, "{}", SummaryReport::of(results).json());
 }

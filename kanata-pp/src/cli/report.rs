@@ -1,157 +1,157 @@
-//! A small JSON writer for the machine-readable reports: one object per line, keys in a fixed
-//! order, strings escaped as RFC 8259 requires.
+//! The JSON reports of `--report json`: one object per input, then a summary, one per line.
+//! The fields and their order are those `docs/in-ci.md` documents (a test pins them); a
+//! failed input has the same keys as a converted one, `null` where there is no value, so
+//! that tools read every object alike.
 
-use std::fmt::Write as _;
+use std::path::Path;
 
-/// Builds one JSON object as text.
-pub struct JsonObject {
-    text: String,
-    empty: bool,
+use serde::{Serialize, Serializer};
+
+use crate::convert::{compression_name, Report};
+use crate::diag::Diagnostics;
+use crate::error::Error;
+use crate::json;
+use crate::output::stats::TraceStats;
+
+/// The object of one input.
+#[derive(Serialize)]
+struct FileReport<'a> {
+    r#type: &'static str,
+    input: String,
+    output: Option<String>,
+    format: Option<&'static str>,
+    input_compression: Option<&'static str>,
+    output_compression: Option<&'static str>,
+    status: &'static str,
+    error: Option<String>,
+    error_line: Option<u64>,
+    instructions: Option<u64>,
+    retired: Option<u64>,
+    flushed: Option<u64>,
+    open: Option<u64>,
+    first_cycle: Option<i64>,
+    last_cycle: Option<i64>,
+    repairs_total: Option<u64>,
+    repairs: Option<RepairCounts<'a>>,
+    bytes_in: Option<u64>,
+    bytes_out: Option<u64>,
+    lines_in: Option<u64>,
+    lines_out: Option<u64>,
+    seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stats: Option<&'a TraceStats>,
 }
 
-impl Default for JsonObject {
-    fn default() -> JsonObject {
-        JsonObject::new()
+/// Repairs by rule id, in the order of the rules.
+struct RepairCounts<'a>(&'a Diagnostics);
+
+impl Serialize for RepairCounts<'_> {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_map(
+            self.0
+                .rules()
+                .into_iter()
+                .map(|(rule, report)| (rule.id(), report.count)),
+        )
     }
 }
 
-impl JsonObject {
-    /// An empty object.
-    pub fn new() -> JsonObject {
-        JsonObject {
-            text: String::from("{"),
-            empty: true,
-        }
-    }
-
-    fn key(&mut self, key: &str) {
-        if !self.empty {
-            self.text.push(',');
-        }
-        self.empty = false;
-        push_string(&mut self.text, key);
-        self.text.push(':');
-    }
-
-    /// `"key": "value"`.
-    pub fn string(&mut self, key: &str, value: &str) -> &mut JsonObject {
-        self.key(key);
-        push_string(&mut self.text, value);
-        self
-    }
-
-    /// `"key": "value"` or `"key": null`.
-    pub fn opt_string(&mut self, key: &str, value: Option<&str>) -> &mut JsonObject {
-        match value {
-            Some(value) => self.string(key, value),
-            None => self.null(key),
-        }
-    }
-
-    /// `"key": 12`.
-    pub fn int(&mut self, key: &str, value: impl Into<i128>) -> &mut JsonObject {
-        self.key(key);
-        let _ = write!(self.text, "{}", value.into());
-        self
-    }
-
-    /// `"key": 12` or `"key": null`.
-    pub fn opt_int(&mut self, key: &str, value: Option<impl Into<i128>>) -> &mut JsonObject {
-        match value {
-            Some(value) => self.int(key, value),
-            None => self.null(key),
-        }
-    }
-
-    /// `"key": 1.5` (`null` for a value JSON cannot hold).
-    pub fn float(&mut self, key: &str, value: f64) -> &mut JsonObject {
-        if !value.is_finite() {
-            return self.null(key);
-        }
-        self.key(key);
-        let _ = write!(self.text, "{value}");
-        self
-    }
-
-    /// `"key": null`.
-    pub fn null(&mut self, key: &str) -> &mut JsonObject {
-        self.key(key);
-        self.text.push_str("null");
-        self
-    }
-
-    /// `"key": <object>`.
-    pub fn object(&mut self, key: &str, value: JsonObject) -> &mut JsonObject {
-        self.key(key);
-        self.text.push_str(&value.finish());
-        self
-    }
-
-    /// `"key": [<object>, …]`.
-    pub fn array(&mut self, key: &str, items: Vec<JsonObject>) -> &mut JsonObject {
-        self.key(key);
-        self.text.push('[');
-        for (i, item) in items.into_iter().enumerate() {
-            if i > 0 {
-                self.text.push(',');
+/// The JSON object of one input, as one line without its line end.
+pub fn file_json(input: &Path, result: &Result<Report, Error>) -> String {
+    let input = input.display().to_string();
+    let object = match result {
+        Ok(report) => {
+            let s = &report.summary;
+            FileReport {
+                r#type: "file",
+                input,
+                output: report.output.as_ref().map(|p| p.display().to_string()),
+                format: Some(report.format.name()),
+                input_compression: Some(report.input_compression.name()),
+                output_compression: Some(compression_name(report.output_compression)),
+                status: "ok",
+                error: None,
+                error_line: None,
+                instructions: Some(s.instructions),
+                retired: Some(s.retired),
+                flushed: Some(s.flushed),
+                open: Some(s.left_open),
+                first_cycle: Some(s.first_cycle),
+                last_cycle: Some(s.last_cycle),
+                repairs_total: Some(report.diagnostics.total()),
+                repairs: Some(RepairCounts(&report.diagnostics)),
+                bytes_in: Some(report.bytes_in),
+                bytes_out: Some(report.bytes_out),
+                lines_in: Some(report.lines_in),
+                lines_out: Some(s.lines),
+                seconds: Some(report.seconds),
+                stats: report.stats.as_ref(),
             }
-            self.text.push_str(&item.finish());
         }
-        self.text.push(']');
-        self
-    }
-
-    /// `"key": <text>`, where `text` is already JSON.
-    pub fn raw(&mut self, key: &str, json: &str) -> &mut JsonObject {
-        self.key(key);
-        self.text.push_str(json);
-        self
-    }
-
-    /// The object's text.
-    pub fn finish(mut self) -> String {
-        self.text.push('}');
-        self.text
-    }
+        Err(err) => FileReport {
+            r#type: "file",
+            input,
+            output: None,
+            format: None,
+            input_compression: None,
+            output_compression: None,
+            status: "failed",
+            error: Some(err.to_string()),
+            error_line: err.line(),
+            instructions: None,
+            retired: None,
+            flushed: None,
+            open: None,
+            first_cycle: None,
+            last_cycle: None,
+            repairs_total: None,
+            repairs: None,
+            bytes_in: None,
+            bytes_out: None,
+            lines_in: None,
+            lines_out: None,
+            seconds: None,
+            stats: None,
+        },
+    };
+    json::to_line(&object)
 }
 
-/// Appends `s` as a JSON string.
-fn push_string(out: &mut String, s: &str) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+/// The summary object that ends a report: sums over every input.
+#[derive(Serialize, Default)]
+pub(crate) struct SummaryReport {
+    r#type: &'static str,
+    pub(crate) inputs: u64,
+    pub(crate) converted: u64,
+    pub(crate) failed: u64,
+    pub(crate) repairs_total: u64,
+    pub(crate) bytes_in: u64,
+    pub(crate) bytes_out: u64,
+    pub(crate) seconds: f64,
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
+impl SummaryReport {
+    /// The sums over `results`.
+    pub(crate) fn of(results: &[Result<Report, Error>]) -> SummaryReport {
+        let failed = results.iter().filter(|r| r.is_err()).count() as u64;
+        let mut summary = SummaryReport {
+            r#type: "summary",
+            inputs: results.len() as u64,
+            converted: results.len() as u64 - failed,
+            failed,
+            ..SummaryReport::default()
+        };
+        for report in results.iter().flatten() {
+            summary.repairs_total += report.diagnostics.total();
+            summary.bytes_in += report.bytes_in;
+            summary.bytes_out += report.bytes_out;
+            summary.seconds += report.seconds;
+        }
+        summary
+    }
 
-    #[test]
-    fn objects_escape_strings_and_keep_key_order() {
-        let mut inner = JsonObject::new();
-        inner.int("Q1", 3u64);
-        let mut o = JsonObject::new();
-        o.string("input", "a \"b\"\\\n\u{1}")
-            .opt_string("error", None)
-            .int("n", -5i64)
-            .float("seconds", 0.5)
-            .float("nan", f64::NAN)
-            .object("repairs", inner);
-        assert_eq!(
-            o.finish(),
-            r#"{"input":"a \"b\"\\\n\u0001","error":null,"n":-5,"seconds":0.5,"nan":null,"repairs":{"Q1":3}}"#
-        );
+    /// The summary as one line without its line end.
+    pub(crate) fn json(&self) -> String {
+        json::to_line(self)
     }
 }

@@ -48,7 +48,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::io::{self, Write};
 
-use crate::cli::report::JsonObject;
+use serde::{Serialize, Serializer};
 
 /// The longest line that is parsed (label lines excepted: they are not parsed at all).
 const MAX_LINE: usize = 4096;
@@ -301,51 +301,92 @@ impl TraceStats {
 
     /// The statistics as one line of JSON, with the fields of [`write_json`](Self::write_json).
     pub fn to_json(&self) -> String {
-        let mut o = JsonObject::new();
-        o.int("lines", self.lines)
-            .int("ignored_lines", self.ignored_lines)
-            .int("instructions", self.instructions)
-            .int("retired", self.retired)
-            .int("flushed", self.flushed)
-            .int("open_instructions", self.open_instructions)
-            .int("max_in_flight", self.max_in_flight)
-            .int("first_cycle", self.first_cycle)
-            .int("last_cycle", self.last_cycle)
-            .int("cycles", self.cycles)
-            .float("flush_rate", self.flush_rate)
-            .float("ipc", self.ipc);
-        let threads = self
-            .threads
-            .iter()
-            .map(|(&thread, t)| {
-                let mut o = JsonObject::new();
-                o.int("thread", thread)
-                    .int("instructions", t.instructions)
-                    .int("retired", t.retired)
-                    .int("flushed", t.flushed)
-                    .float("ipc", t.ipc);
-                o
-            })
-            .collect();
-        let stages = self
-            .stages
-            .iter()
-            .map(|((lane, stage), st)| {
-                let mut o = JsonObject::new();
-                o.int("lane", *lane)
-                    .string("stage", stage)
-                    .int("segments", st.segments)
-                    .int("open", st.open)
-                    .int("total_cycles", st.total_cycles)
-                    .float("mean", st.mean)
-                    .float("median", st.median)
-                    .int("p99", st.p99)
-                    .int("max", st.max);
-                o
-            })
-            .collect();
-        o.array("threads", threads).array("stages", stages);
-        o.finish()
+        crate::json::to_line(self)
+    }
+}
+
+/// The JSON form: the totals, then `threads` and `stages` as arrays of objects (a JSON
+/// object's keys cannot be a thread number or a lane and stage pair).
+impl Serialize for TraceStats {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Totals<'a> {
+            lines: u64,
+            ignored_lines: u64,
+            instructions: u64,
+            retired: u64,
+            flushed: u64,
+            open_instructions: u64,
+            max_in_flight: u64,
+            first_cycle: i64,
+            last_cycle: i64,
+            cycles: i64,
+            flush_rate: f64,
+            ipc: f64,
+            threads: Vec<Thread>,
+            stages: Vec<Stage<'a>>,
+        }
+        #[derive(Serialize)]
+        struct Thread {
+            thread: i64,
+            instructions: u64,
+            retired: u64,
+            flushed: u64,
+            ipc: f64,
+        }
+        #[derive(Serialize)]
+        struct Stage<'a> {
+            lane: u64,
+            stage: &'a str,
+            segments: u64,
+            open: u64,
+            total_cycles: u64,
+            mean: f64,
+            median: f64,
+            p99: u64,
+            max: u64,
+        }
+        Totals {
+            lines: self.lines,
+            ignored_lines: self.ignored_lines,
+            instructions: self.instructions,
+            retired: self.retired,
+            flushed: self.flushed,
+            open_instructions: self.open_instructions,
+            max_in_flight: self.max_in_flight,
+            first_cycle: self.first_cycle,
+            last_cycle: self.last_cycle,
+            cycles: self.cycles,
+            flush_rate: self.flush_rate,
+            ipc: self.ipc,
+            threads: self
+                .threads
+                .iter()
+                .map(|(&thread, t)| Thread {
+                    thread,
+                    instructions: t.instructions,
+                    retired: t.retired,
+                    flushed: t.flushed,
+                    ipc: t.ipc,
+                })
+                .collect(),
+            stages: self
+                .stages
+                .iter()
+                .map(|((lane, stage), st)| Stage {
+                    lane: *lane,
+                    stage,
+                    segments: st.segments,
+                    open: st.open,
+                    total_cycles: st.total_cycles,
+                    mean: st.mean,
+                    median: st.median,
+                    p99: st.p99,
+                    max: st.max,
+                })
+                .collect(),
+        }
+        .serialize(serializer)
     }
 }
 
