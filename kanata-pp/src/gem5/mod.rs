@@ -95,13 +95,13 @@ mod record;
 mod replay;
 mod window;
 
-use std::borrow::Cow;
 use std::cell::Cell;
 use std::collections::{BTreeSet, HashMap};
 use std::hash::{BuildHasherDefault, Hasher};
 use std::io::{Read, Write};
 use std::rc::Rc;
 
+use bstr::ByteSlice;
 use kanata_writer::{Finished, WriterBuilder};
 
 use self::exlog::ExLogs;
@@ -455,10 +455,7 @@ impl<W: Write + Send + 'static> Gem5Converter<W> {
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
-        let text = match std::str::from_utf8(raw) {
-            Ok(text) => Cow::Borrowed(text),
-            Err(_) => String::from_utf8_lossy(raw),
-        };
+        let text = raw.to_str_lossy();
         if let Some(at) = self.marker.find(raw) {
             // The marker is ASCII, so these are character boundaries of the lossy text too
             // only when the text is valid; find it again in the text to be safe.

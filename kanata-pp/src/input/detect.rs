@@ -1,5 +1,7 @@
 //! Which format an input is, from its first bytes.
 
+use bstr::ByteSlice;
+
 use crate::error::{Error, ErrorKind};
 
 /// An input format kanata-pp reads.
@@ -44,7 +46,9 @@ pub fn detect(head: &[u8]) -> Result<Format, Error> {
     if memchr::memmem::find(head, b"O3PipeView:").is_some() {
         return Ok(Format::Gem5);
     }
-    for line in head.split(|&b| b == b'\n') {
+    // `lines` also drops a CR before the LF and a last empty line: `trim` and the blank
+    // line skip would drop them anyway.
+    for line in head.lines() {
         let line = crate::kanata::parse::trim(line);
         if line.is_empty() || line.starts_with(b"#") || line.starts_with(b"//") {
             continue;
@@ -74,7 +78,8 @@ pub fn detect(head: &[u8]) -> Result<Format, Error> {
 /// The lines of `head` that start with `prefix`, without it (Q18), for detection.
 pub fn strip_prefix(head: &[u8], prefix: &[u8]) -> Vec<u8> {
     let mut kept = Vec::new();
-    for line in head.split(|&b| b == b'\n') {
+    // Split on LF alone: `lines` would also drop a CR before it, which is kept here.
+    for line in head.split_str("\n") {
         if let Some(rest) = line.strip_prefix(prefix) {
             kept.extend_from_slice(rest.trim_ascii_start());
             kept.push(b'\n');

@@ -206,12 +206,13 @@ impl<R: Read> Lines<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use bstr::ByteSlice;
 
     fn lines(text: &[u8]) -> Vec<(u64, String, bool)> {
         let mut lines = Lines::new(text);
         let mut out = Vec::new();
         while let Some((number, had_cr, line)) = lines.next_line().unwrap() {
-            out.push((number, String::from_utf8_lossy(line).into_owned(), had_cr));
+            out.push((number, line.to_str_lossy().into_owned(), had_cr));
         }
         out
     }

@@ -13,6 +13,7 @@ use std::borrow::Cow;
 use std::hash::{BuildHasher, BuildHasherDefault};
 use std::io::Write;
 
+use bstr::ByteSlice;
 use kanata_writer::{DepKind, ErrorKind as WriterErrorKind, Finished, LabelKind, Lane, Stage};
 use kanata_writer::{Writer, WriterBuilder};
 
@@ -832,7 +833,7 @@ fn text_hash(text: &[u8]) -> u64 {
 
 /// The start of a line, for messages.
 pub(crate) fn shorten(line: &[u8]) -> String {
-    let text = String::from_utf8_lossy(line);
+    let text = line.to_str_lossy();
     match text.char_indices().nth(60) {
         Some((at, _)) => format!("{}…", &text[..at]),
         None => text.into_owned(),
@@ -855,8 +856,9 @@ fn command_id(command: &Command<&[u8]>) -> Option<i64> {
 /// (nearly all of it) is not copied.
 #[inline]
 fn utf8(bytes: &[u8]) -> Cow<'_, str> {
+    // std's check first: this runs for every label, and invalid text is rare.
     match std::str::from_utf8(bytes) {
         Ok(text) => Cow::Borrowed(text),
-        Err(_) => String::from_utf8_lossy(bytes),
+        Err(_) => bytes.to_str_lossy(),
     }
 }

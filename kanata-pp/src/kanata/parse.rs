@@ -8,6 +8,7 @@
 
 use std::fmt;
 
+use bstr::ByteSlice;
 use memchr::memchr;
 
 use crate::diag::{Diagnostics, Rule};
@@ -767,7 +768,7 @@ fn int_field(
             Some(value)
         }
         None => {
-            let shown = String::from_utf8_lossy(field).into_owned();
+            let shown = field.to_str_lossy().into_owned();
             diag.report(Rule::Q1, lineno, || {
                 if shown.trim().is_empty() {
                     format!("missing {what}; command dropped")
@@ -795,14 +796,14 @@ fn lane_field(
     match parse_int(trimmed).and_then(|(v, canonical)| Some((u32::try_from(v).ok()?, canonical))) {
         Some((lane, true)) => Some(lane),
         Some((lane, false)) => {
-            let shown = String::from_utf8_lossy(trimmed).into_owned();
+            let shown = trimmed.to_str_lossy().into_owned();
             diag.report(Rule::Q20, lineno, || {
                 format!("lane {shown:?} written as {lane}")
             });
             Some(lane)
         }
         None => {
-            let shown = String::from_utf8_lossy(field).into_owned();
+            let shown = field.to_str_lossy().into_owned();
             diag.report(Rule::Q20, lineno, || {
                 format!("lane {shown:?} is not a non-negative number; command dropped")
             });
@@ -815,7 +816,7 @@ fn lane_field(
 pub(crate) fn cycle_out_of_range(cycle: &[u8]) -> String {
     format!(
         "cycle {:?} is outside the 64-bit range of cycles",
-        String::from_utf8_lossy(cycle)
+        cycle.to_str_lossy()
     )
 }
 

@@ -66,6 +66,7 @@ use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::io::Write;
 
+use bstr::ByteSlice;
 use kanata_writer::{Finished, InsnId, LabelKind, Lane, Stage, Writer, WriterBuilder};
 
 use crate::convert::converter::Converter;
@@ -809,7 +810,7 @@ fn text<'a>(field: &'a [u8], lineno: u64, diag: &mut Diagnostics) -> Cow<'a, str
                  U+FFFD"
                     .to_owned()
             });
-            String::from_utf8_lossy(field)
+            field.to_str_lossy()
         }
     }
 }
@@ -846,7 +847,7 @@ impl<W: Write + Send + 'static> Converter<W> for RsdConverter<W> {
                 diag.report(Rule::R1, lineno, || {
                     format!(
                         "unknown command `{}` (RSD's converter stops here): skipped",
-                        String::from_utf8_lossy(other)
+                        other.as_bstr()
                     )
                 });
                 Ok(())
