@@ -1,0 +1,1695 @@
+//! The one reader of canonical Kanata: the form `kanata-writer` writes and kanata-pp converts
+//! every log into (`docs/canonical-form.md`). Windows, the seekable index, rendering,
+//! analysis and the Python bindings read canonical text through this module, never through a
+//! parser of their own.
+//!
+//! It has two levels:
+//!
+//! - [`CanonicalReader`] reads one line at a time into a [`Command`], with the line number and
+//!   the time of the line ([`Event`]). It reuses one line buffer, so reading allocates nothing
+//!   per line, and it checks that every line is canonical *in its own fields*: the header,
+//!   exactly the fields of its command separated by one TAB, plain decimal numbers, plain
+//!   lanes, valid UTF-8, label texts and stage names as the canonical form writes them.
+//! - [`Instructions`] assembles the commands into whole [`Instruction`]s (labels, stage
+//!   segments with their notes, retirement, dependencies) and yields them in op-id order. It
+//!   also checks the rules that span lines: dense ids, commands only for live instructions,
+//!   `E` only for the open stage, a note only after a stage, a producer older than its
+//!   consumer.
+//!
+//! Anything that is not canonical is an [`Error`] of kind [`ErrorKind::Input`] that names
+//! the 1-based line and says what is wrong, for example
+//! `line 3: not canonical Kanata: expected 4 fields in an I line, found 3`. No input, of any
+//! bytes, makes the reader panic. Read errors are of kind [`ErrorKind::Io`].
+//!
+//! # Cycles
+//!
+//! Every [`Event`] carries two times: [`Event::cycle`] is Konata's cycle, the sum of the `C`
+//! steps since the start of the file (Konata ignores `C=`, its timeline starts at 0), and
+//! [`Event::sim_cycle`] is the simulator's cycle, the `C=` start plus those steps. Windows
+//! (`--cycles`, `--sim-cycles`) are stated in one or the other.
+//!
+//! # What is accepted
+//!
+//! - The compact form (implied `E`s left out, `kanata-pp --compact`, the writer's
+//!   `compact(true)`) is accepted: an `S` in a lane whose stage is still open closes that
+//!   stage in the same cycle, and an `R` closes every stage still open, as Konata does. Both
+//!   forms read as the same instructions.
+//! - Instructions without `R` at the end of the file are allowed, as in canonical form: they
+//!   are yielded with [`Instruction::end`] `None`.
+//! - A file whose last line has no LF is an error ("the last line does not end with LF"):
+//!   canonical files always end with LF, and a missing one most likely means the file was
+//!   cut while it was written, so the last number read could be cut too.
+//! - Two `C` lines in a row are accepted (their steps add up) though the writer never writes
+//!   them. Every other rule of the canonical form is checked.
+//!
+//! # Example
+//!
+//! ```
+//! use kanata_pp::output::canonical::Instructions;
+//!
+//! let text = "Kanata\t0004\nC=\t100\nI\t0\t4096\t0\nL\t0\t0\taddi x1, x0, 5\nS\t0\t0\tF\n\
+//!             C\t1\nE\t0\t0\tF\nS\t0\t0\tX\nC\t2\nE\t0\t0\tX\nR\t0\t0\t0\nC\t3\n";
+//! let mut insns = Instructions::new(text.as_bytes());
+//! let insn = insns.next().unwrap()?;
+//! assert_eq!((insn.id, insn.sim_id, insn.begin, insn.end), (0, 4096, 0, Some(3)));
+//! assert_eq!(insn.name, "addi x1, x0, 5");
+//! assert_eq!(insn.stages[1].name, "X");
+//! assert_eq!((insn.stages[1].start, insn.stages[1].end), (1, Some(3)));
+//! assert!(insns.next().is_none());
+//! assert_eq!(insns.start_cycle(), Some(100));
+//! assert_eq!(insns.last_cycle(), Some(6));
+//! # Ok::<(), kanata_pp::error::Error>(())
+//! ```
+//!
+//! # Memory
+//!
+//! [`CanonicalReader`] holds one line. [`Instructions`] holds the instructions it has not
+//! yielded yet: every instruction from the oldest one that has not ended up to the newest
+//! one begun. That is what is in flight, plus the younger instructions that already ended
+//! and wait for an older one to end (op-id order). An instruction that never ends (no `R`
+//! until the end of the file) holds back every younger one until the end of the input.
+
+use std::collections::VecDeque;
+use std::io::BufRead;
+
+use crate::error::{Error, ErrorKind};
+
+pub use kanata_writer::LabelKind;
+
+/// The header line, without its LF.
+const HEADER: &[u8] = b"Kanata\t0004";
+
+/// How much of a field an error message quotes.
+const QUOTE: usize = 24;
+
+/// One command of a canonical Kanata file. Texts borrow the reader's line buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Command<'a> {
+    /// `C=→start`: the simulator's cycle at the start of the file (line 2 only).
+    Start(i64),
+    /// `C→n`: time moves forward by `n` ≥ 1 cycles.
+    Step(u64),
+    /// `I→id→sim_id→thread`: instruction `id` begins.
+    Insn {
+        /// The file id (Konata's op id).
+        id: u64,
+        /// The simulator's own id.
+        sim_id: i64,
+        /// The thread id.
+        thread: i64,
+    },
+    /// `L→id→type→text`: text appended to one of the instruction's labels.
+    Label {
+        /// The file id.
+        id: u64,
+        /// Which label: name (0), detail (1) or a note on the latest stage (2).
+        kind: LabelKind,
+        /// The text as written: never empty, no TAB, CR or LF; `\n` (two characters) is
+        /// Konata's line break.
+        text: &'a str,
+    },
+    /// `S→id→lane→name`: the instruction enters stage `name` in `lane`.
+    StageStart {
+        /// The file id.
+        id: u64,
+        /// The lane (0: the pipeline, 1: stalls, by convention).
+        lane: u64,
+        /// The stage name: not empty, no white space at either end.
+        name: &'a str,
+    },
+    /// `E→id→lane→name`: the instruction leaves stage `name` of `lane`.
+    StageEnd {
+        /// The file id.
+        id: u64,
+        /// The lane.
+        lane: u64,
+        /// The stage name.
+        name: &'a str,
+    },
+    /// `R→id→retire_id→type`: the instruction retires (type 0) or is flushed (type 1).
+    Retire {
+        /// The file id.
+        id: u64,
+        /// The retire id as written (kanata-writer numbers retirements from 0 and gives
+        /// flushes 0; kanata-pp keeps the ids of its input).
+        retire_id: i64,
+        /// Type 1: flushed rather than retired.
+        flushed: bool,
+    },
+    /// `W→consumer→producer→type`: a dependency arrow.
+    Dep {
+        /// The file id of the instruction that waits.
+        consumer: u64,
+        /// The file id of the older instruction it waits for.
+        producer: u64,
+        /// The dependency type (0: wake-up).
+        kind: u64,
+    },
+}
+
+/// One line of a canonical file, as [`CanonicalReader::next_command`] returns it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Event<'a> {
+    /// The 1-based line number.
+    pub line: u64,
+    /// Konata's cycle of the line: the `C` steps since the start of the file, this line's
+    /// own step included.
+    pub cycle: u64,
+    /// The simulator's cycle of the line: the `C=` start plus [`cycle`](Self::cycle).
+    pub sim_cycle: i64,
+    /// The command.
+    pub command: Command<'a>,
+}
+
+/// Reads canonical Kanata line by line, checking each line (see the [module](self) docs).
+///
+/// ```
+/// use kanata_pp::output::canonical::{CanonicalReader, Command};
+///
+/// let mut reader = CanonicalReader::new(&b"Kanata\t0004\nC=\t-5\nC\t2\nI\t0\t7\t1\n"[..]);
+/// assert_eq!(reader.next_command()?.unwrap().command, Command::Start(-5));
+/// assert_eq!(reader.next_command()?.unwrap().command, Command::Step(2));
+/// let event = reader.next_command()?.unwrap();
+/// assert_eq!((event.line, event.cycle, event.sim_cycle), (4, 2, -3));
+/// assert_eq!(event.command, Command::Insn { id: 0, sim_id: 7, thread: 1 });
+/// assert!(reader.next_command()?.is_none());
+/// # Ok::<(), kanata_pp::error::Error>(())
+/// ```
+#[derive(Debug)]
+pub struct CanonicalReader<R> {
+    input: R,
+    /// The current line, LF stripped.
+    buf: Vec<u8>,
+    /// Lines read so far.
+    line: u64,
+    /// Konata's cycle.
+    cycle: u64,
+    /// The `C=` start, once line 2 is read.
+    start: Option<i64>,
+    /// The input ended (or an error was returned): nothing more is read.
+    ended: bool,
+    /// The input ended cleanly.
+    complete: bool,
+}
+
+impl<R: BufRead> CanonicalReader<R> {
+    /// A reader of the canonical text `input` (uncompressed; decompress before).
+    pub fn new(input: R) -> CanonicalReader<R> {
+        CanonicalReader {
+            input,
+            buf: Vec::with_capacity(256),
+            line: 0,
+            cycle: 0,
+            start: None,
+            ended: false,
+            complete: false,
+        }
+    }
+
+    /// The next command, or `None` at the end of the input. The header line is checked, not
+    /// returned; the `C=` line is returned as [`Command::Start`]. After an error or the end,
+    /// it returns `None`.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Input`], naming the line, for a line that is not canonical;
+    /// [`ErrorKind::Io`] when reading fails.
+    pub fn next_command(&mut self) -> Result<Option<Event<'_>>, Error> {
+        if self.ended {
+            return Ok(None);
+        }
+        match self.read_event() {
+            Ok(Some((cycle, sim_cycle))) => {
+                let command = match self.line {
+                    2 => Command::Start(sim_cycle),
+                    _ => parse(&self.buf, self.line)?,
+                };
+                Ok(Some(Event {
+                    line: self.line,
+                    cycle,
+                    sim_cycle,
+                    command,
+                }))
+            }
+            Ok(None) => {
+                self.ended = true;
+                self.complete = true;
+                Ok(None)
+            }
+            Err(error) => {
+                self.ended = true;
+                Err(error)
+            }
+        }
+    }
+
+    /// Reads the next line (checking the header on the way) and applies its time; returns
+    /// the time of the line, `None` at a clean end.
+    fn read_event(&mut self) -> Result<Option<(u64, i64)>, Error> {
+        loop {
+            if !self.read_line()? {
+                return match self.line {
+                    0 => Err(not_canonical(1, "the file is empty, expected the header")),
+                    1 => Err(not_canonical(2, "the file ends before the C= line")),
+                    _ => Ok(None),
+                };
+            }
+            match self.line {
+                1 => {
+                    if self.buf != HEADER {
+                        return Err(not_canonical(
+                            1,
+                            format!(
+                                "expected the header `Kanata\\t0004`, found `{}`",
+                                quote(&self.buf)
+                            ),
+                        ));
+                    }
+                    continue;
+                }
+                2 => {
+                    let start = match self.buf.strip_prefix(b"C=\t") {
+                        Some(field) => parse_i64(field)
+                            .ok_or_else(|| bad_number(2, "start cycle", "a C=", field))?,
+                        None => {
+                            return Err(not_canonical(
+                                2,
+                                format!(
+                                    "expected `C=\\t<start cycle>` on line 2, found `{}`",
+                                    quote(&self.buf)
+                                ),
+                            ))
+                        }
+                    };
+                    self.start = Some(start);
+                    return Ok(Some((0, start)));
+                }
+                _ => {}
+            }
+            let start = self.start.unwrap_or(0);
+            if self.buf.first() == Some(&b'C') && self.buf.get(1) == Some(&b'\t') {
+                // Parse the step here, where the cycle is kept; `parse` checks it again.
+                let field = &self.buf[2..];
+                if let Some(step) = parse_u64(field).filter(|&n| n >= 1) {
+                    let cycle = self
+                        .cycle
+                        .checked_add(step)
+                        .filter(|&c| i64::try_from(c).is_ok_and(|c| start.checked_add(c).is_some()))
+                        .ok_or_else(|| {
+                            not_canonical(
+                                self.line,
+                                "the cycle goes past the largest signed 64-bit number",
+                            )
+                        })?;
+                    self.cycle = cycle;
+                }
+            }
+            // The checks above keep `start + cycle` within i64.
+            return Ok(Some((self.cycle, start + self.cycle as i64)));
+        }
+    }
+
+    /// Reads one line into `buf` without its LF; false at the end of the input.
+    fn read_line(&mut self) -> Result<bool, Error> {
+        self.buf.clear();
+        let n = self
+            .input
+            .read_until(b'\n', &mut self.buf)
+            .map_err(|e| Error::from(e).with_line(self.line + 1))?;
+        if n == 0 {
+            return Ok(false);
+        }
+        self.line += 1;
+        if self.buf.pop() != Some(b'\n') {
+            return Err(not_canonical(
+                self.line,
+                "the last line does not end with LF (is the file truncated?)",
+            ));
+        }
+        Ok(true)
+    }
+
+    /// The `C=` start cycle, once line 2 has been read.
+    pub fn start_cycle(&self) -> Option<i64> {
+        self.start
+    }
+
+    /// Konata's cycle of the latest line read.
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+
+    /// The number of lines read so far (the header included).
+    pub fn lines(&self) -> u64 {
+        self.line
+    }
+
+    /// Konata's cycle at the end of the file, once the input has ended without error: the
+    /// last cycle of the trace. Konata draws instructions still in flight up to it + 1.
+    pub fn last_cycle(&self) -> Option<u64> {
+        self.complete.then_some(self.cycle)
+    }
+
+    /// The input, given back.
+    pub fn into_inner(self) -> R {
+        self.input
+    }
+}
+
+/// The error for line `line`: "not canonical Kanata: `what`".
+fn not_canonical(line: u64, what: impl std::fmt::Display) -> Error {
+    Error::new(ErrorKind::Input, format!("not canonical Kanata: {what}")).with_line(line)
+}
+
+/// The start of `bytes`, printable, for an error message.
+fn quote(bytes: &[u8]) -> String {
+    let cut = bytes.len().min(QUOTE);
+    let mut text: String = String::from_utf8_lossy(&bytes[..cut])
+        .chars()
+        .flat_map(char::escape_debug)
+        .collect();
+    if cut < bytes.len() {
+        text.push('…');
+    }
+    text
+}
+
+fn bad_number(line: u64, what: &str, command: &str, field: &[u8]) -> Error {
+    not_canonical(
+        line,
+        format!(
+            "the {what} of {command} line is not a plain decimal number: `{}`",
+            quote(field)
+        ),
+    )
+}
+
+/// A plain non-negative decimal: `0` or a non-zero digit and digits, within u64.
+fn parse_u64(field: &[u8]) -> Option<u64> {
+    match field {
+        [] => None,
+        [b'0'] => Some(0),
+        [b'0', ..] => None,
+        _ => field.iter().try_fold(0u64, |n, &b| {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                return None;
+            }
+            n.checked_mul(10)?.checked_add(u64::from(digit))
+        }),
+    }
+}
+
+/// A plain decimal with an optional `-` (never `-0`), within i64.
+fn parse_i64(field: &[u8]) -> Option<i64> {
+    match field {
+        [b'-', digits @ ..] => {
+            let n = parse_u64(digits).filter(|&n| n != 0)?;
+            if n == 1 << 63 {
+                Some(i64::MIN)
+            } else {
+                i64::try_from(n).ok().map(|n| -n)
+            }
+        }
+        _ => parse_u64(field).and_then(|n| i64::try_from(n).ok()),
+    }
+}
+
+/// Splits `rest` (the line after its command and TAB) into exactly `N` fields.
+fn fields<'b, const N: usize>(
+    rest: &'b str,
+    line: u64,
+    command: &str,
+) -> Result<[&'b str; N], Error> {
+    let mut out = [""; N];
+    let mut from = 0;
+    let mut tabs = memchr::memchr_iter(b'\t', rest.as_bytes());
+    for (i, slot) in out.iter_mut().enumerate() {
+        let to = if i + 1 == N {
+            rest.len()
+        } else {
+            match tabs.next() {
+                Some(to) => to,
+                None => {
+                    let found = i + 2; // the command and the fields so far
+                    return Err(too_few(line, command, N + 1, found));
+                }
+            }
+        };
+        *slot = &rest[from..to];
+        from = to + 1;
+    }
+    if tabs.next().is_some() {
+        let found = N + 2 + tabs.count();
+        return Err(not_canonical(
+            line,
+            format!("expected {} fields in {command} line, found {found}", N + 1),
+        ));
+    }
+    Ok(out)
+}
+
+fn too_few(line: u64, command: &str, expected: usize, found: usize) -> Error {
+    not_canonical(
+        line,
+        format!("expected {expected} fields in {command} line, found {found}"),
+    )
+}
+
+/// A field that must be a plain non-negative decimal.
+fn unsigned(field: &str, line: u64, what: &str, command: &str) -> Result<u64, Error> {
+    parse_u64(field.as_bytes()).ok_or_else(|| bad_number(line, what, command, field.as_bytes()))
+}
+
+/// A field that must be a plain decimal, negative allowed.
+fn signed(field: &str, line: u64, what: &str, command: &str) -> Result<i64, Error> {
+    parse_i64(field.as_bytes()).ok_or_else(|| bad_number(line, what, command, field.as_bytes()))
+}
+
+/// A stage name: not empty, no CR, no white space at either end.
+fn stage_name<'b>(name: &'b str, line: u64, command: &str) -> Result<&'b str, Error> {
+    let problem = if name.is_empty() {
+        "is empty"
+    } else if name.contains('\r') {
+        "contains a CR"
+    } else if name.starts_with(char::is_whitespace) || name.ends_with(char::is_whitespace) {
+        "has white space at an end"
+    } else {
+        return Ok(name);
+    };
+    Err(not_canonical(
+        line,
+        format!(
+            "the stage name of {command} line {problem}: `{}`",
+            quote(name.as_bytes())
+        ),
+    ))
+}
+
+/// Parses one line after line 2, without its LF.
+fn parse(bytes: &[u8], line: u64) -> Result<Command<'_>, Error> {
+    let Ok(text) = std::str::from_utf8(bytes) else {
+        return Err(not_canonical(line, "the line is not valid UTF-8"));
+    };
+    if text.is_empty() {
+        return Err(not_canonical(line, "empty line"));
+    }
+    let (name, rest) = match memchr::memchr(b'\t', bytes) {
+        Some(tab) => (&text[..tab], Some(&text[tab + 1..])),
+        None => (text, None),
+    };
+    let (what, expected) = match name {
+        "C" => ("a C", 2),
+        "I" => ("an I", 4),
+        "L" => ("an L", 4),
+        "S" => ("an S", 4),
+        "E" => ("an E", 4),
+        "R" => ("an R", 4),
+        "W" => ("a W", 4),
+        "C=" => {
+            return Err(not_canonical(
+                line,
+                "C= appears only on line 2 (later times are C steps)",
+            ))
+        }
+        _ => {
+            return Err(not_canonical(
+                line,
+                format!("unknown command `{}`", quote(name.as_bytes())),
+            ))
+        }
+    };
+    let Some(rest) = rest else {
+        return Err(too_few(line, what, expected, 1));
+    };
+    Ok(match name {
+        "C" => {
+            let [n] = fields(rest, line, what)?;
+            let step = unsigned(n, line, "step", what)?;
+            if step == 0 {
+                return Err(not_canonical(line, "a C line steps 0 cycles"));
+            }
+            Command::Step(step)
+        }
+        "I" => {
+            let [id, sim_id, thread] = fields(rest, line, what)?;
+            Command::Insn {
+                id: unsigned(id, line, "id", what)?,
+                sim_id: signed(sim_id, line, "simulator id", what)?,
+                thread: signed(thread, line, "thread", what)?,
+            }
+        }
+        "L" => {
+            let [id, kind, text] = fields(rest, line, what)?;
+            let id = unsigned(id, line, "id", what)?;
+            let kind = match kind {
+                "0" => LabelKind::Name,
+                "1" => LabelKind::Detail,
+                "2" => LabelKind::StageNote,
+                _ => {
+                    return Err(not_canonical(
+                        line,
+                        format!(
+                            "the type of an L line is not 0, 1 or 2: `{}`",
+                            quote(kind.as_bytes())
+                        ),
+                    ))
+                }
+            };
+            if text.is_empty() {
+                return Err(not_canonical(line, "the text of an L line is empty"));
+            }
+            if memchr::memchr(b'\r', text.as_bytes()).is_some() {
+                return Err(not_canonical(line, "the text of an L line contains a CR"));
+            }
+            Command::Label { id, kind, text }
+        }
+        "S" | "E" => {
+            let [id, lane, stage] = fields(rest, line, what)?;
+            let id = unsigned(id, line, "id", what)?;
+            let lane = unsigned(lane, line, "lane", what)?;
+            let name = stage_name(stage, line, what)?;
+            if what == "an S" {
+                Command::StageStart { id, lane, name }
+            } else {
+                Command::StageEnd { id, lane, name }
+            }
+        }
+        "R" => {
+            let [id, retire_id, kind] = fields(rest, line, what)?;
+            let id = unsigned(id, line, "id", what)?;
+            let retire_id = signed(retire_id, line, "retire id", what)?;
+            let flushed = match kind {
+                "0" => false,
+                "1" => true,
+                _ => {
+                    return Err(not_canonical(
+                        line,
+                        format!(
+                            "the type of an R line is not 0 or 1: `{}`",
+                            quote(kind.as_bytes())
+                        ),
+                    ))
+                }
+            };
+            Command::Retire {
+                id,
+                retire_id,
+                flushed,
+            }
+        }
+        _ => {
+            let [consumer, producer, kind] = fields(rest, line, what)?;
+            Command::Dep {
+                consumer: unsigned(consumer, line, "consumer", what)?,
+                producer: unsigned(producer, line, "producer", what)?,
+                kind: unsigned(kind, line, "type", what)?,
+            }
+        }
+    })
+}
+
+/// How an instruction left the pipeline (its `R`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Retirement {
+    /// The retire id as written.
+    pub retire_id: i64,
+    /// Flushed (type 1) rather than retired (type 0).
+    pub flushed: bool,
+}
+
+/// One stay of an instruction in a stage of a lane: from its `S` to the `E` that closes it
+/// (or the next `S` of the lane, or the `R`, in the compact form).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Segment {
+    /// The lane.
+    pub lane: u64,
+    /// The stage name.
+    pub name: String,
+    /// Konata's cycle of the `S`.
+    pub start: u64,
+    /// Konata's cycle of the end, `None` if the stage is still open at the end of the file.
+    pub end: Option<u64>,
+    /// The type-2 labels (notes) written while this was the stage the instruction entered
+    /// most recently, appended in order with no separator (as Konata shows them).
+    pub notes: String,
+}
+
+/// A dependency arrow into an instruction (its `W` lines).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Dependency {
+    /// The file id of the producer (always smaller than the consumer's).
+    pub producer: u64,
+    /// The dependency type (0: wake-up).
+    pub kind: u64,
+}
+
+/// One whole instruction, as [`Instructions`] yields it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Instruction {
+    /// The file id: Konata's op id, dense from 0.
+    pub id: u64,
+    /// The simulator's own id.
+    pub sim_id: i64,
+    /// The thread id.
+    pub thread: i64,
+    /// Konata's cycle of the `I`.
+    pub begin: u64,
+    /// Konata's cycle of the `R`, `None` if the instruction has none (still in flight at the
+    /// end of the file; Konata draws it up to the last cycle + 1).
+    pub end: Option<u64>,
+    /// The retire id and whether it was a flush, `None` without `R`.
+    pub retire: Option<Retirement>,
+    /// The type-0 label (Konata's left pane): every `L … 0` text appended.
+    pub name: String,
+    /// The type-1 label (mouse-over detail): every `L … 1` text appended.
+    pub detail: String,
+    /// The stage segments in the order of their `S`; notes are on the segments.
+    pub stages: Vec<Segment>,
+    /// The dependencies in the order of their `W`.
+    pub deps: Vec<Dependency>,
+}
+
+/// An instruction being assembled.
+#[derive(Debug)]
+struct Pending {
+    insn: Instruction,
+    /// The open segment of each lane: (lane, index into `stages`).
+    open: Vec<(u64, usize)>,
+}
+
+/// Whole instructions of a canonical file, in op-id order (see the [module](self) docs).
+///
+/// An instruction is yielded once it and every older one have ended (their `R` was read);
+/// at the end of the input the ones still in flight follow, with `end` `None`. After an
+/// error the iterator ends.
+///
+/// ```
+/// use kanata_pp::output::canonical::Instructions;
+/// use kanata_writer::{LabelKind, Lane, Writer};
+///
+/// let mut w = Writer::new(Vec::new());
+/// let x = w.stage("X")?;
+/// let a = w.begin(10, 0)?;
+/// let b = w.begin(11, 0)?;
+/// w.enter(a, Lane::MAIN, x)?;
+/// w.label(a, LabelKind::StageNote, "hit")?;
+/// w.advance(2)?;
+/// w.retire(a)?;
+/// let text = w.finish()?.output;
+///
+/// let insns: Vec<_> = Instructions::new(&text[..]).collect::<Result<_, _>>()?;
+/// assert_eq!(insns[0].end, Some(2));
+/// assert_eq!(insns[0].stages[0].notes, "hit");
+/// assert_eq!((insns[1].sim_id, insns[1].end), (11, None));
+/// # Ok::<(), Box<dyn std::error::Error>>(())
+/// ```
+#[derive(Debug)]
+pub struct Instructions<R> {
+    reader: CanonicalReader<R>,
+    /// The instructions not yielded yet, from file id `next_id - pending.len()`.
+    pending: VecDeque<Pending>,
+    /// The id the next `I` must have.
+    next_id: u64,
+    /// The input ended (or failed): only `pending` is left.
+    ended: bool,
+    failed: bool,
+}
+
+impl<R: BufRead> Instructions<R> {
+    /// The instructions of the canonical text `input`.
+    pub fn new(input: R) -> Instructions<R> {
+        Instructions::from_reader(CanonicalReader::new(input))
+    }
+
+    /// The instructions read through `reader`, which must not have read any line yet.
+    pub fn from_reader(reader: CanonicalReader<R>) -> Instructions<R> {
+        Instructions {
+            reader,
+            pending: VecDeque::new(),
+            next_id: 0,
+            ended: false,
+            failed: false,
+        }
+    }
+
+    /// The `C=` start cycle, once the header has been read (after the first call of
+    /// [`next`](Iterator::next)).
+    pub fn start_cycle(&self) -> Option<i64> {
+        self.reader.start_cycle()
+    }
+
+    /// Konata's last cycle of the file, once the input has ended without error. Konata draws
+    /// instructions without `R` up to it + 1.
+    pub fn last_cycle(&self) -> Option<u64> {
+        self.reader.last_cycle()
+    }
+
+    /// Konata's cycle of the latest line read.
+    pub fn cycle(&self) -> u64 {
+        self.reader.cycle()
+    }
+
+    /// How many instructions are held: begun and not yielded yet.
+    pub fn held(&self) -> usize {
+        self.pending.len()
+    }
+
+    /// The line reader underneath.
+    pub fn reader(&self) -> &CanonicalReader<R> {
+        &self.reader
+    }
+
+    /// Reads one command into the pending instructions; false at the end of the input.
+    fn step(&mut self) -> Result<bool, Error> {
+        let Some(event) = self.reader.next_command()? else {
+            return Ok(false);
+        };
+        let (line, cycle) = (event.line, event.cycle);
+        let base = self.next_id - self.pending.len() as u64;
+        let next_id = self.next_id;
+        match event.command {
+            Command::Start(_) | Command::Step(_) => {}
+            Command::Insn { id, sim_id, thread } => {
+                if id != self.next_id {
+                    return Err(not_canonical(
+                        line,
+                        format!("an I line has id {id}, expected {}", self.next_id),
+                    ));
+                }
+                self.pending.push_back(Pending {
+                    insn: Instruction {
+                        id,
+                        sim_id,
+                        thread,
+                        begin: cycle,
+                        end: None,
+                        retire: None,
+                        name: String::new(),
+                        detail: String::new(),
+                        stages: Vec::new(),
+                        deps: Vec::new(),
+                    },
+                    open: Vec::new(),
+                });
+                self.next_id += 1;
+            }
+            Command::Label { id, kind, text } => {
+                let p = live(&mut self.pending, base, next_id, id, line, "an L")?;
+                match kind {
+                    LabelKind::Name => p.insn.name.push_str(text),
+                    LabelKind::Detail => p.insn.detail.push_str(text),
+                    LabelKind::StageNote => match p.insn.stages.last_mut() {
+                        Some(segment) => segment.notes.push_str(text),
+                        None => {
+                            return Err(not_canonical(
+                                line,
+                                format!(
+                                    "a note (L type 2) for instruction {id} before its first S"
+                                ),
+                            ))
+                        }
+                    },
+                }
+            }
+            Command::StageStart { id, lane, name } => {
+                let p = live(&mut self.pending, base, next_id, id, line, "an S")?;
+                let index = p.insn.stages.len();
+                match p.open.iter_mut().find(|(l, _)| *l == lane) {
+                    Some((_, open)) => {
+                        // The compact form: the S closes the lane's open stage.
+                        p.insn.stages[*open].end = Some(cycle);
+                        *open = index;
+                    }
+                    None => p.open.push((lane, index)),
+                }
+                p.insn.stages.push(Segment {
+                    lane,
+                    name: name.to_owned(),
+                    start: cycle,
+                    end: None,
+                    notes: String::new(),
+                });
+            }
+            Command::StageEnd { id, lane, name } => {
+                let p = live(&mut self.pending, base, next_id, id, line, "an E")?;
+                let Some(at) = p.open.iter().position(|(l, _)| *l == lane) else {
+                    return Err(not_canonical(
+                        line,
+                        format!("an E line closes lane {lane} of instruction {id}, which has no open stage"),
+                    ));
+                };
+                let segment = &mut p.insn.stages[p.open[at].1];
+                if segment.name != name {
+                    return Err(not_canonical(
+                        line,
+                        format!(
+                            "an E line closes `{}` in lane {lane} of instruction {id}, whose open stage is `{}`",
+                            quote(name.as_bytes()),
+                            quote(segment.name.as_bytes())
+                        ),
+                    ));
+                }
+                segment.end = Some(cycle);
+                p.open.swap_remove(at);
+            }
+            Command::Retire {
+                id,
+                retire_id,
+                flushed,
+            } => {
+                let p = live(&mut self.pending, base, next_id, id, line, "an R")?;
+                for (_, open) in p.open.drain(..) {
+                    p.insn.stages[open].end = Some(cycle);
+                }
+                p.open.shrink_to(0);
+                p.insn.end = Some(cycle);
+                p.insn.retire = Some(Retirement { retire_id, flushed });
+            }
+            Command::Dep {
+                consumer,
+                producer,
+                kind,
+            } => {
+                let p = live(&mut self.pending, base, next_id, consumer, line, "a W")?;
+                if producer >= consumer {
+                    return Err(not_canonical(
+                        line,
+                        format!("a W line's producer {producer} is not older than its consumer {consumer}"),
+                    ));
+                }
+                p.insn.deps.push(Dependency { producer, kind });
+            }
+        }
+        Ok(true)
+    }
+}
+
+/// The live instruction `id` names among `pending` (file ids from `base` to `next_id`), or
+/// the error for `what` line `line`.
+fn live<'p>(
+    pending: &'p mut VecDeque<Pending>,
+    base: u64,
+    next_id: u64,
+    id: u64,
+    line: u64,
+    what: &str,
+) -> Result<&'p mut Pending, Error> {
+    let state = if id >= next_id {
+        "which has not begun"
+    } else if id < base {
+        "which has ended"
+    } else {
+        let index = (id - base) as usize;
+        if pending[index].insn.end.is_none() {
+            return Ok(&mut pending[index]);
+        }
+        "which has ended"
+    };
+    Err(not_canonical(
+        line,
+        format!("{what} line names instruction {id}, {state}"),
+    ))
+}
+
+impl<R: BufRead> Iterator for Instructions<R> {
+    type Item = Result<Instruction, Error>;
+
+    fn next(&mut self) -> Option<Result<Instruction, Error>> {
+        if self.failed {
+            return None;
+        }
+        loop {
+            let ready = self
+                .pending
+                .front()
+                .is_some_and(|p| p.insn.end.is_some() || self.ended);
+            if ready {
+                return self.pending.pop_front().map(|p| Ok(p.insn));
+            }
+            if self.ended {
+                return None;
+            }
+            match self.step() {
+                Ok(true) => {}
+                Ok(false) => self.ended = true,
+                Err(error) => {
+                    self.failed = true;
+                    self.pending.clear();
+                    return Some(Err(error));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kanata_writer::{DepKind, InsnId, Lane, Stage, WriterBuilder};
+
+    /// Every instruction of `bytes`, or the first error.
+    fn read_all(bytes: &[u8]) -> Result<Vec<Instruction>, Error> {
+        Instructions::new(bytes).collect()
+    }
+
+    /// The error reading `bytes` gives: its line and message.
+    fn error_of(bytes: &[u8]) -> (Option<u64>, String) {
+        match read_all(bytes) {
+            Ok(insns) => panic!("read {} instructions from {bytes:?}", insns.len()),
+            Err(error) => {
+                assert_eq!(error.kind(), ErrorKind::Input, "{error}");
+                assert!(
+                    error.message().starts_with("not canonical Kanata: "),
+                    "{error}"
+                );
+                (error.line(), error.message().to_owned())
+            }
+        }
+    }
+
+    /// A file of the header, `C=\t0` and `body`.
+    fn file(body: &str) -> Vec<u8> {
+        format!("Kanata\t0004\nC=\t0\n{body}").into_bytes()
+    }
+
+    #[track_caller]
+    fn assert_error(bytes: &[u8], line: u64, part: &str) {
+        let (at, message) = error_of(bytes);
+        assert_eq!(at, Some(line), "{message}");
+        assert!(message.contains(part), "`{message}` lacks `{part}`");
+    }
+
+    fn segment(lane: u64, name: &str, start: u64, end: Option<u64>, notes: &str) -> Segment {
+        Segment {
+            lane,
+            name: name.to_owned(),
+            start,
+            end,
+            notes: notes.to_owned(),
+        }
+    }
+
+    #[test]
+    fn canonical_events_of_the_documented_example() {
+        let text = "Kanata\t0004\nC=\t100\nI\t0\t4096\t0\nL\t0\t0\t0x1000: addi x1, x0, 5\n\
+                    S\t0\t0\tF\nC\t1\nE\t0\t0\tF\nS\t0\t0\tX\nS\t0\t1\tstl\nC\t2\nE\t0\t0\tX\n\
+                    E\t0\t1\tstl\nR\t0\t0\t0\nW\t3\t1\t0\nC\t3\n";
+        let mut reader = CanonicalReader::new(text.as_bytes());
+        let mut events = Vec::new();
+        while let Some(event) = reader.next_command().unwrap() {
+            events.push((
+                event.line,
+                event.cycle,
+                event.sim_cycle,
+                format!("{:?}", event.command),
+            ));
+        }
+        let expected = [
+            (2, 0, 100, "Start(100)"),
+            (3, 0, 100, "Insn { id: 0, sim_id: 4096, thread: 0 }"),
+            (
+                4,
+                0,
+                100,
+                "Label { id: 0, kind: Name, text: \"0x1000: addi x1, x0, 5\" }",
+            ),
+            (5, 0, 100, "StageStart { id: 0, lane: 0, name: \"F\" }"),
+            (6, 1, 101, "Step(1)"),
+            (7, 1, 101, "StageEnd { id: 0, lane: 0, name: \"F\" }"),
+            (8, 1, 101, "StageStart { id: 0, lane: 0, name: \"X\" }"),
+            (9, 1, 101, "StageStart { id: 0, lane: 1, name: \"stl\" }"),
+            (10, 3, 103, "Step(2)"),
+            (11, 3, 103, "StageEnd { id: 0, lane: 0, name: \"X\" }"),
+            (12, 3, 103, "StageEnd { id: 0, lane: 1, name: \"stl\" }"),
+            (13, 3, 103, "Retire { id: 0, retire_id: 0, flushed: false }"),
+            (14, 3, 103, "Dep { consumer: 3, producer: 1, kind: 0 }"),
+            (15, 6, 106, "Step(3)"),
+        ];
+        let expected: Vec<_> = expected
+            .iter()
+            .map(|&(l, c, s, d)| (l, c, s, d.to_owned()))
+            .collect();
+        assert_eq!(events, expected);
+        assert_eq!(reader.start_cycle(), Some(100));
+        assert_eq!(reader.last_cycle(), Some(6));
+        assert_eq!(reader.lines(), 15);
+        assert!(reader.next_command().unwrap().is_none());
+    }
+
+    #[test]
+    fn canonical_instructions_equal_what_the_writer_wrote() {
+        let mut w = WriterBuilder::new()
+            .start_cycle(-7)
+            .from_writer(Vec::new())
+            .unwrap();
+        let f = w.stage("F").unwrap();
+        let x = w.stage("X").unwrap();
+        let m = w.stage("Mem miss").unwrap();
+        let a = w.begin(100, 0).unwrap();
+        let b = w.begin_signed(-3, 2).unwrap();
+        w.enter(a, Lane::MAIN, f).unwrap();
+        w.label(a, LabelKind::Name, "0x10: ld").unwrap();
+        w.label(a, LabelKind::Name, " x1, 0(x2)").unwrap();
+        w.label(a, LabelKind::StageNote, "fetched").unwrap();
+        w.advance(1).unwrap();
+        w.enter(b, Lane::MAIN, f).unwrap();
+        w.enter(a, Lane::MAIN, x).unwrap();
+        w.label(a, LabelKind::StageNote, "x ").unwrap();
+        w.label(a, LabelKind::StageNote, "again").unwrap();
+        w.label(a, LabelKind::Detail, "r1 = 5\nr2 = 6").unwrap();
+        w.advance(2).unwrap();
+        w.stall_begin(a).unwrap();
+        w.label(a, LabelKind::StageNote, "stalled").unwrap();
+        w.enter(a, Lane::new(3), m).unwrap();
+        w.advance(4).unwrap();
+        w.depend(b, a, DepKind::new(5)).unwrap();
+        w.stall_end(a).unwrap();
+        w.advance(1).unwrap();
+        assert_eq!(w.retire(a).unwrap(), Some(0));
+        let c = w.begin(7, 1).unwrap();
+        w.flush(b).unwrap();
+        w.advance(3).unwrap();
+        w.enter(c, Lane::MAIN, x).unwrap();
+        w.depend(c, a, DepKind::WAKE_UP).unwrap();
+        w.advance(2).unwrap();
+        let d = w.begin(8, 1).unwrap();
+        w.retire(c).unwrap();
+        w.advance(5).unwrap();
+        let text = w.finish().unwrap().output;
+
+        let mut insns = Instructions::new(&text[..]);
+        let all: Vec<_> = insns.by_ref().collect::<Result<_, _>>().unwrap();
+        assert_eq!(insns.start_cycle(), Some(-7));
+        assert_eq!(insns.last_cycle(), Some(18));
+        let expected = vec![
+            Instruction {
+                id: 0,
+                sim_id: 100,
+                thread: 0,
+                begin: 0,
+                end: Some(8),
+                retire: Some(Retirement {
+                    retire_id: 0,
+                    flushed: false,
+                }),
+                name: "0x10: ld x1, 0(x2)".to_owned(),
+                detail: "r1 = 5\\nr2 = 6".to_owned(),
+                stages: vec![
+                    segment(0, "F", 0, Some(1), "fetched"),
+                    segment(0, "X", 1, Some(8), "x again"),
+                    segment(1, "stl", 3, Some(7), "stalled"),
+                    segment(3, "Mem miss", 3, Some(8), ""),
+                ],
+                deps: vec![],
+            },
+            Instruction {
+                id: 1,
+                sim_id: -3,
+                thread: 2,
+                begin: 0,
+                end: Some(8),
+                retire: Some(Retirement {
+                    retire_id: 0,
+                    flushed: true,
+                }),
+                name: String::new(),
+                detail: String::new(),
+                stages: vec![segment(0, "F", 1, Some(8), "")],
+                deps: vec![Dependency {
+                    producer: 0,
+                    kind: 5,
+                }],
+            },
+            Instruction {
+                id: 2,
+                sim_id: 7,
+                thread: 1,
+                begin: 8,
+                end: Some(13),
+                retire: Some(Retirement {
+                    retire_id: 1,
+                    flushed: false,
+                }),
+                name: String::new(),
+                detail: String::new(),
+                stages: vec![segment(0, "X", 11, Some(13), "")],
+                deps: vec![Dependency {
+                    producer: 0,
+                    kind: 0,
+                }],
+            },
+            Instruction {
+                id: 3,
+                sim_id: 8,
+                thread: 1,
+                begin: 13,
+                end: None,
+                retire: None,
+                name: String::new(),
+                detail: String::new(),
+                stages: vec![],
+                deps: vec![],
+            },
+        ];
+        assert_eq!(all, expected);
+        let _ = d;
+    }
+
+    #[test]
+    fn canonical_open_instructions_and_stages_at_the_end() {
+        let text = file("I\t0\t0\t0\nS\t0\t0\tF\nI\t1\t1\t0\nS\t1\t0\tF\nC\t2\nR\t1\t0\t0\nC\t1\n");
+        let all = read_all(&text).unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!((all[0].end, all[0].retire), (None, None));
+        assert_eq!(all[0].stages, vec![segment(0, "F", 0, None, "")]);
+        assert_eq!(all[1].end, Some(2));
+        assert_eq!(all[1].stages, vec![segment(0, "F", 0, Some(2), "")]);
+    }
+
+    #[test]
+    fn canonical_yields_in_id_order_as_soon_as_older_ones_end() {
+        // 1 ends before 0: nothing is yielded until 0 ends, then both.
+        let text = file(
+            "I\t0\t0\t0\nI\t1\t0\t0\nR\t1\t0\t0\nC\t1\nI\t2\t0\t0\nR\t0\t1\t0\nC\t1\nI\t3\t0\t0\n",
+        );
+        let mut insns = Instructions::new(&text[..]);
+        assert_eq!(insns.next().unwrap().unwrap().id, 0);
+        assert_eq!(insns.reader().lines(), 8);
+        assert_eq!(insns.held(), 2);
+        assert_eq!(insns.next().unwrap().unwrap().id, 1);
+        let two = insns.next().unwrap().unwrap();
+        assert_eq!((two.id, two.begin, two.end), (2, 1, None));
+        assert_eq!(insns.last_cycle(), Some(2));
+        assert_eq!(insns.next().unwrap().unwrap().id, 3);
+        assert!(insns.next().is_none());
+        assert!(insns.next().is_none());
+    }
+
+    #[test]
+    fn canonical_compact_and_explicit_read_the_same() {
+        for seed in 0..50 {
+            let explicit = random_trace(seed, Some(false)).0;
+            let compact = random_trace(seed, Some(true)).0;
+            assert_eq!(read_all(&explicit).unwrap(), read_all(&compact).unwrap());
+        }
+    }
+
+    /// xorshift64*: a small seeded generator for the random traces.
+    struct Rng(u64);
+
+    impl Rng {
+        fn next(&mut self) -> u64 {
+            self.0 ^= self.0 >> 12;
+            self.0 ^= self.0 << 25;
+            self.0 ^= self.0 >> 27;
+            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
+        }
+
+        fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A random small trace written with the writer, and what reading it back must give:
+    /// the instructions, the start cycle and the last cycle.
+    fn random_trace(seed: u64, compact: Option<bool>) -> (Vec<u8>, Vec<Instruction>, i64, u64) {
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let start = rng.below(2001) as i64 - 1000;
+        let compact = compact.unwrap_or_else(|| rng.below(2) == 1);
+        let mut w = WriterBuilder::new()
+            .start_cycle(start)
+            .compact(compact)
+            .from_writer(Vec::new())
+            .unwrap();
+        let names = ["F", "D", "X", "Mem", "Xmiss", "wb 2"];
+        let stages: Vec<Stage> = names.iter().map(|n| w.stage(n).unwrap()).collect();
+        let texts = ["a", " b", "x=1 ", "ü€", "0x10: add"];
+        let mut handles: Vec<InsnId> = Vec::new();
+        let mut model: Vec<Instruction> = Vec::new();
+        // Per instruction: the open segment per lane.
+        let mut open: Vec<Vec<(u64, usize)>> = Vec::new();
+        let mut live: Vec<usize> = Vec::new();
+        let mut cycle = 0u64;
+        let mut retire_id = 0i64;
+        for _ in 0..rng.below(120) {
+            let action = rng.below(10);
+            if live.is_empty() || action == 0 {
+                let (sim_id, thread) = (rng.below(1000) as i128 - 500, rng.below(4) as i64);
+                handles.push(w.begin_signed(sim_id, thread).unwrap());
+                model.push(Instruction {
+                    id: model.len() as u64,
+                    sim_id: sim_id as i64,
+                    thread,
+                    begin: cycle,
+                    end: None,
+                    retire: None,
+                    name: String::new(),
+                    detail: String::new(),
+                    stages: Vec::new(),
+                    deps: Vec::new(),
+                });
+                open.push(Vec::new());
+                live.push(model.len() - 1);
+                continue;
+            }
+            let at = rng.below(live.len() as u64) as usize;
+            let i = live[at];
+            let insn = &mut model[i];
+            match action {
+                1 | 2 => {
+                    let lane = [0, 0, 1, 2, 5][rng.below(5) as usize];
+                    let (stage, name) = if lane == 1 {
+                        (Stage::STALL, "stl")
+                    } else {
+                        let k = rng.below(names.len() as u64) as usize;
+                        (stages[k], names[k])
+                    };
+                    w.enter(handles[i], Lane::new(lane as u32), stage).unwrap();
+                    let index = insn.stages.len();
+                    if let Some(slot) = open[i].iter_mut().find(|(l, _)| *l == lane) {
+                        insn.stages[slot.1].end = Some(cycle);
+                        slot.1 = index;
+                    } else {
+                        open[i].push((lane, index));
+                    }
+                    insn.stages.push(segment(lane, name, cycle, None, ""));
+                }
+                3 => {
+                    if let Some(k) =
+                        (!open[i].is_empty()).then(|| rng.below(open[i].len() as u64) as usize)
+                    {
+                        let (lane, index) = open[i].swap_remove(k);
+                        w.leave(handles[i], Lane::new(lane as u32)).unwrap();
+                        insn.stages[index].end = Some(cycle);
+                    }
+                }
+                4 | 5 => {
+                    let text = texts[rng.below(texts.len() as u64) as usize];
+                    match rng.below(3) {
+                        0 => {
+                            w.label(handles[i], LabelKind::Name, text).unwrap();
+                            insn.name.push_str(text);
+                        }
+                        1 => {
+                            w.label(handles[i], LabelKind::Detail, text).unwrap();
+                            insn.detail.push_str(text);
+                        }
+                        _ => {
+                            if let Some(last) = insn.stages.last_mut() {
+                                w.label(handles[i], LabelKind::StageNote, text).unwrap();
+                                last.notes.push_str(text);
+                            }
+                        }
+                    }
+                }
+                6 => {
+                    let flushed = rng.below(3) == 0;
+                    let id = if flushed {
+                        w.flush(handles[i]).unwrap();
+                        0
+                    } else {
+                        w.retire(handles[i]).unwrap();
+                        retire_id += 1;
+                        retire_id - 1
+                    };
+                    for (_, index) in open[i].drain(..) {
+                        insn.stages[index].end = Some(cycle);
+                    }
+                    insn.end = Some(cycle);
+                    insn.retire = Some(Retirement {
+                        retire_id: id,
+                        flushed,
+                    });
+                    live.swap_remove(at);
+                }
+                7 if i > 0 => {
+                    let producer = rng.below(i as u64) as usize;
+                    let kind = rng.below(3);
+                    w.depend(handles[i], handles[producer], DepKind::new(kind as u32))
+                        .unwrap();
+                    insn.deps.push(Dependency {
+                        producer: producer as u64,
+                        kind,
+                    });
+                }
+                _ => {
+                    let n = 1 + rng.below(4);
+                    w.advance(n).unwrap();
+                    cycle += n;
+                }
+            }
+        }
+        if rng.below(2) == 0 {
+            let n = 1 + rng.below(9);
+            w.advance(n).unwrap();
+            cycle += n;
+        }
+        (w.finish().unwrap().output, model, start, cycle)
+    }
+
+    #[test]
+    fn canonical_random_traces_read_back_as_written() {
+        let mut instructions = 0;
+        for seed in 0..400 {
+            let (text, expected, start, last) = random_trace(seed, None);
+            let mut insns = Instructions::new(&text[..]);
+            let all: Vec<_> = insns
+                .by_ref()
+                .collect::<Result<_, _>>()
+                .unwrap_or_else(|e| panic!("seed {seed}: {e}\n{}", String::from_utf8_lossy(&text)));
+            assert_eq!(
+                all,
+                expected,
+                "seed {seed}\n{}",
+                String::from_utf8_lossy(&text)
+            );
+            assert_eq!(insns.start_cycle(), Some(start), "seed {seed}");
+            assert_eq!(insns.last_cycle(), Some(last), "seed {seed}");
+            instructions += all.len();
+        }
+        assert!(instructions > 2500, "{instructions}");
+    }
+
+    #[test]
+    fn canonical_reads_the_sample_trace() {
+        let text = include_bytes!("../../../samples/pipeline_sim.kanata");
+        let lines_with_i = text
+            .split(|&b| b == b'\n')
+            .filter(|l| l.starts_with(b"I\t"))
+            .count();
+        let mut insns = Instructions::new(&text[..]);
+        let mut count = 0;
+        let mut most_held = 0;
+        while let Some(insn) = insns.next() {
+            let insn = insn.unwrap();
+            assert_eq!(insn.id, count as u64);
+            assert!(!insn.name.is_empty());
+            most_held = most_held.max(insns.held());
+            count += 1;
+        }
+        assert_eq!(count, lines_with_i);
+        assert!(most_held < count / 2, "{most_held} of {count}");
+        assert!(insns.last_cycle().is_some());
+    }
+
+    #[test]
+    fn canonical_header_errors() {
+        assert_error(b"", 1, "the file is empty");
+        assert_error(b"Kanata\t0004\n", 2, "ends before the C= line");
+        assert_error(b"Kanata 0004\nC=\t0\n", 1, "expected the header");
+        assert_error(b"Kanata\t0003\nC=\t0\n", 1, "expected the header");
+        assert_error(
+            b"\xEF\xBB\xBFKanata\t0004\nC=\t0\n",
+            1,
+            "expected the header",
+        );
+        assert_error(b"Kanata\t0004\r\nC=\t0\n", 1, "expected the header");
+        assert_error(b"Kanata\t0004\nC\t1\n", 2, "expected `C=\\t<start cycle>`");
+        assert_error(
+            b"Kanata\t0004\nC=\t01\n",
+            2,
+            "start cycle of a C= line is not a plain decimal number: `01`",
+        );
+        assert_error(b"Kanata\t0004\nC=\t-0\n", 2, "not a plain decimal");
+        assert_error(b"Kanata\t0004\nC=\t0\t\n", 2, "not a plain decimal");
+        assert_error(
+            b"Kanata\t0004\nC=\t9223372036854775808\n",
+            2,
+            "not a plain decimal",
+        );
+        assert!(read_all(b"Kanata\t0004\nC=\t-9223372036854775808\n")
+            .unwrap()
+            .is_empty());
+        assert!(read_all(b"Kanata\t0004\nC=\t0\n").unwrap().is_empty());
+        assert_error(&file("C=\t5\n"), 3, "C= appears only on line 2");
+        assert_error(&file("Kanata\t0004\n"), 3, "unknown command `Kanata`");
+    }
+
+    #[test]
+    fn canonical_number_errors() {
+        assert_error(
+            &file("I\t01\t0\t0\n"),
+            3,
+            "the id of an I line is not a plain decimal number: `01`",
+        );
+        assert_error(&file("I\t+1\t0\t0\n"), 3, "`+1`");
+        assert_error(&file("I\t 1\t0\t0\n"), 3, "` 1`");
+        assert_error(&file("I\t1 \t0\t0\n"), 3, "`1 `");
+        assert_error(&file("I\t-1\t0\t0\n"), 3, "the id of an I line");
+        assert_error(&file("I\t0\t-0\t0\n"), 3, "the simulator id of an I line");
+        assert_error(&file("I\t0\t0\t0x1\n"), 3, "the thread of an I line");
+        assert_error(
+            &file("I\t18446744073709551616\t0\t0\n"),
+            3,
+            "not a plain decimal",
+        );
+        assert_error(&file("C\t0\n"), 3, "steps 0 cycles");
+        assert_error(&file("C\t-1\n"), 3, "the step of a C line");
+        assert_error(&file("C\t\n"), 3, "the step of a C line");
+        assert_error(
+            &file("I\t0\t0\t0\nS\t0\t00\tF\n"),
+            4,
+            "the lane of an S line is not a plain decimal number: `00`",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nS\t0\t+1\tF\n"),
+            4,
+            "the lane of an S line",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nR\t0\t01\t0\n"),
+            4,
+            "the retire id of an R line",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nR\t0\t0\t2\n"),
+            4,
+            "the type of an R line is not 0 or 1",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nL\t0\t3\tx\n"),
+            4,
+            "the type of an L line is not 0, 1 or 2",
+        );
+        assert_error(
+            &file("I\t1\t0\t0\nI\t0\t0\t0\nW\t1\t0\t01\n"),
+            3,
+            "an I line has id 1, expected 0",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nI\t1\t0\t0\nW\t1\t0\t01\n"),
+            5,
+            "the type of a W line",
+        );
+        let big = "Kanata\t0004\nC=\t9223372036854775806\nC\t1\nC\t1\n";
+        assert_error(big.as_bytes(), 4, "past the largest signed 64-bit number");
+        let big = "Kanata\t0004\nC=\t0\nC\t9223372036854775807\nC\t1\n";
+        assert_error(big.as_bytes(), 4, "past the largest signed 64-bit number");
+        assert!(read_all(b"Kanata\t0004\nC=\t-1\nC\t9223372036854775807\n").is_ok());
+    }
+
+    #[test]
+    fn canonical_field_errors() {
+        assert_error(
+            &file("I\t0\t0\n"),
+            3,
+            "expected 4 fields in an I line, found 3",
+        );
+        assert_error(&file("I\n"), 3, "expected 4 fields in an I line, found 1");
+        assert_error(
+            &file("I\t0\t0\t0\t\n"),
+            3,
+            "expected 4 fields in an I line, found 5",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nI\t1\t0\t0\nL\t1\t0\ta\tb\n"),
+            5,
+            "expected 4 fields in an L line, found 5",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nL\t0\t0\n"),
+            4,
+            "expected 4 fields in an L line, found 3",
+        );
+        assert_error(&file("C\n"), 3, "expected 2 fields in a C line, found 1");
+        assert_error(
+            &file("C\t1\t2\n"),
+            3,
+            "expected 2 fields in a C line, found 3",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nE\t0\t0\n"),
+            4,
+            "expected 4 fields in an E line, found 3",
+        );
+        assert_error(&file("X\t1\n"), 3, "unknown command `X`");
+        assert_error(&file("i\t0\t0\t0\n"), 3, "unknown command `i`");
+        assert_error(&file("# comment\n"), 3, "unknown command `# comment`");
+        assert_error(&file("\n"), 3, "empty line");
+        assert_error(&file("I\t0\t0\t0\r\n"), 3, "the thread of an I line");
+        assert_error(
+            &file("I\t0\t0\t0\nL\t0\t0\t\n"),
+            4,
+            "the text of an L line is empty",
+        );
+        assert_error(&file("I\t0\t0\t0\nL\t0\t0\tab\r\n"), 4, "contains a CR");
+        assert_error(
+            &file("I\t0\t0\t0\nS\t0\t0\t\n"),
+            4,
+            "the stage name of an S line is empty",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nS\t0\t0\t F\n"),
+            4,
+            "has white space at an end",
+        );
+        assert_error(&file("I\t0\t0\t0\nS\t0\t0\tF\r\n"), 4, "contains a CR");
+        assert_error(
+            b"Kanata\t0004\nC=\t0\nI\t0\t0\t0\nL\t0\t0\tab\xFFc\n",
+            4,
+            "not valid UTF-8",
+        );
+        assert_error(
+            b"Kanata\t0004\nC=\t0\nI\t0\t0\t0\nL\t0\t0\tab\xE2\x82\n",
+            4,
+            "not valid UTF-8",
+        );
+        // Spaces in label text are kept as written, and are fine.
+        let all = read_all(&file("I\t0\t0\t0\nL\t0\t0\t  a \nS\t0\t0\tMem miss\n")).unwrap();
+        assert_eq!(all[0].name, "  a ");
+    }
+
+    #[test]
+    fn canonical_truncated_last_line_is_an_error() {
+        assert_error(b"Kanata\t0004", 1, "does not end with LF");
+        assert_error(b"Kanata\t0004\nC=\t0", 2, "does not end with LF");
+        assert_error(
+            &file("I\t0\t0\t0\nC\t1"),
+            4,
+            "does not end with LF (is the file truncated?)",
+        );
+    }
+
+    #[test]
+    fn canonical_rules_across_lines() {
+        assert_error(&file("I\t1\t0\t0\n"), 3, "an I line has id 1, expected 0");
+        assert_error(
+            &file("I\t0\t0\t0\nI\t0\t0\t0\n"),
+            4,
+            "an I line has id 0, expected 1",
+        );
+        assert_error(
+            &file("S\t0\t0\tF\n"),
+            3,
+            "an S line names instruction 0, which has not begun",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nR\t0\t0\t0\nL\t0\t0\tx\n"),
+            5,
+            "an L line names instruction 0, which has ended",
+        );
+        // Ended and already yielded.
+        assert_error(
+            &file("I\t0\t0\t0\nR\t0\t0\t0\nI\t1\t0\t0\nR\t0\t0\t0\n"),
+            6,
+            "an R line names instruction 0, which has ended",
+        );
+        assert_error(&file("I\t0\t0\t0\nE\t0\t0\tF\n"), 4, "no open stage");
+        assert_error(
+            &file("I\t0\t0\t0\nS\t0\t0\tF\nE\t0\t0\tD\n"),
+            5,
+            "whose open stage is `F`",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nS\t0\t0\tF\nE\t0\t1\tF\n"),
+            5,
+            "no open stage",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nS\t0\t0\tF\nE\t0\t0\tF\nE\t0\t0\tF\n"),
+            6,
+            "no open stage",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nL\t0\t2\tnote\n"),
+            4,
+            "before its first S",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nW\t0\t0\t0\n"),
+            4,
+            "producer 0 is not older than its consumer 0",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nW\t1\t0\t0\n"),
+            4,
+            "a W line names instruction 1, which has not begun",
+        );
+        // A W's producer may have ended.
+        let all = read_all(&file("I\t0\t0\t0\nR\t0\t0\t0\nI\t1\t0\t0\nW\t1\t0\t0\n")).unwrap();
+        assert_eq!(
+            all[1].deps,
+            vec![Dependency {
+                producer: 0,
+                kind: 0
+            }]
+        );
+    }
+
+    #[test]
+    fn canonical_stops_after_an_error() {
+        let text = file("I\t0\t0\t0\nR\t0\t0\t0\nI\t1\t0\t0\nX\n");
+        let mut insns = Instructions::new(&text[..]);
+        assert_eq!(insns.next().unwrap().unwrap().id, 0);
+        assert_eq!(insns.next().unwrap().unwrap_err().line(), Some(6));
+        assert!(insns.next().is_none());
+        assert_eq!(insns.last_cycle(), None);
+        let mut reader = CanonicalReader::new(&b"Kanata\t0005\n"[..]);
+        assert!(reader.next_command().is_err());
+        assert!(reader.next_command().unwrap().is_none());
+    }
+
+    #[test]
+    fn canonical_damaged_bytes_never_panic() {
+        let sample = include_bytes!("../../../samples/pipeline_sim.kanata");
+        let mut rng = Rng(0x1234_5678);
+        let special = [
+            b'\t', b'\n', b'\r', b'0', b'-', b'+', b' ', 0xFF, 0xC3, b'C', b'E',
+        ];
+        for _ in 0..300 {
+            let mut bytes = sample.to_vec();
+            for _ in 0..1 + rng.below(4) {
+                let at = rng.below(bytes.len() as u64) as usize;
+                match rng.below(3) {
+                    0 => bytes[at] = special[rng.below(special.len() as u64) as usize],
+                    1 => {
+                        bytes.remove(at);
+                    }
+                    _ => bytes.truncate(at),
+                }
+            }
+            let result = read_all(&bytes);
+            if let Err(error) = result {
+                assert!(error.line().is_some(), "{error}");
+                assert!(
+                    error.message().starts_with("not canonical Kanata: "),
+                    "{error}"
+                );
+            }
+        }
+        for seed in 0..300 {
+            let mut rng = Rng(seed + 1);
+            let len = rng.below(64) as usize;
+            let mut bytes = b"Kanata\t0004\nC=\t0\n".to_vec();
+            bytes.extend((0..len).map(|_| {
+                let b = rng.next() as u8;
+                if b < 128 {
+                    special[usize::from(b) % special.len()]
+                } else {
+                    b
+                }
+            }));
+            let _ = read_all(&bytes);
+        }
+    }
+}
