@@ -1692,4 +1692,57 @@ mod tests {
             let _ = read_all(&bytes);
         }
     }
+
+    /// Every log of the shared corpus (when it is there), converted by kanata-pp, reads back
+    /// with the instruction counts and cycles of the conversion's summary.
+    #[test]
+    fn canonical_reads_the_conversions_of_the_corpus() {
+        use crate::convert::{convert, Destination, Options};
+        let root = std::path::Path::new("/work/shared/corpus");
+        let Ok(folders) = std::fs::read_dir(root) else {
+            return;
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let mut files = 0;
+        for folder in folders {
+            let Ok(entries) = std::fs::read_dir(folder.unwrap().path()) else {
+                continue;
+            };
+            for entry in entries {
+                let input = entry.unwrap().path();
+                if input.file_name().is_some_and(|n| n == "SOURCES.md") {
+                    continue;
+                }
+                let output = dir.path().join(format!("{files}.kanata"));
+                let options = Options::new(Destination::Path(output.clone()));
+                let Ok(report) = convert(&input, &options) else {
+                    continue;
+                };
+                let text = std::fs::read(&output).unwrap();
+                let mut insns = Instructions::new(&text[..]);
+                let (mut count, mut retired, mut flushed, mut open) = (0, 0, 0, 0);
+                for insn in insns.by_ref() {
+                    let insn = insn.unwrap_or_else(|e| panic!("{}: {e}", input.display()));
+                    assert_eq!(insn.id, count);
+                    count += 1;
+                    match insn.retire {
+                        Some(Retirement { flushed: true, .. }) => flushed += 1,
+                        Some(_) => retired += 1,
+                        None => open += 1,
+                    }
+                }
+                let summary = report.summary;
+                let name = input.display();
+                assert_eq!(count, summary.instructions, "{name}");
+                assert_eq!(retired, summary.retired, "{name}");
+                assert_eq!(flushed, summary.flushed, "{name}");
+                assert_eq!(open, summary.left_open, "{name}");
+                assert_eq!(insns.start_cycle(), Some(summary.first_cycle), "{name}");
+                let last = summary.last_cycle - summary.first_cycle;
+                assert_eq!(insns.last_cycle(), Some(last as u64), "{name}");
+                files += 1;
+            }
+        }
+        assert!(files >= 10, "{files}");
+    }
 }
