@@ -465,13 +465,19 @@ fn signed(field: &str, line: u64, what: &str, command: &str) -> Result<i64, Erro
     parse_i64(field.as_bytes()).ok_or_else(|| bad_number(line, what, command, field.as_bytes()))
 }
 
+/// White space as Rust's `trim` or JavaScript's (which Konata uses, and which also strips
+/// U+FEFF) sees it.
+fn is_space(c: char) -> bool {
+    c.is_whitespace() || c == '\u{feff}'
+}
+
 /// A stage name: not empty, no CR, no white space at either end.
 fn stage_name<'b>(name: &'b str, line: u64, command: &str) -> Result<&'b str, Error> {
     let problem = if name.is_empty() {
         "is empty"
     } else if name.contains('\r') {
         "contains a CR"
-    } else if name.starts_with(char::is_whitespace) || name.ends_with(char::is_whitespace) {
+    } else if name.starts_with(is_space) || name.ends_with(is_space) {
         "has white space at an end"
     } else {
         return Ok(name);
@@ -1304,7 +1310,16 @@ mod tests {
                 }
                 6 => {
                     let flushed = rng.below(3) == 0;
-                    let id = if flushed {
+                    let id = if rng.below(8) == 0 {
+                        // A retire id of the simulator's, as kanata-pp keeps them.
+                        let id = rng.below(2000) as i64 - 1000;
+                        if flushed {
+                            w.flush_as(handles[i], id).unwrap();
+                        } else {
+                            w.retire_as(handles[i], id).unwrap();
+                        }
+                        id
+                    } else if flushed {
                         w.flush(handles[i]).unwrap();
                         0
                     } else {
@@ -1545,6 +1560,16 @@ mod tests {
         );
         assert_error(&file("I\t0\t0\t0\nS\t0\t0\tF\r\n"), 4, "contains a CR");
         assert_error(
+            &file("I\t0\t0\t0\nS\t0\t0\tF\u{feff}\n"),
+            4,
+            "has white space at an end",
+        );
+        assert_error(
+            &file("I\t0\t0\t0\nS\t0\t0\t\u{3000}F\n"),
+            4,
+            "has white space at an end",
+        );
+        assert_error(
             b"Kanata\t0004\nC=\t0\nI\t0\t0\t0\nL\t0\t0\tab\xFFc\n",
             4,
             "not valid UTF-8",
@@ -1703,7 +1728,7 @@ mod tests {
             return;
         };
         let dir = tempfile::tempdir().unwrap();
-        let mut files = 0;
+        let (mut files, mut smaller) = (0, 0);
         for folder in folders {
             let Ok(entries) = std::fs::read_dir(folder.unwrap().path()) else {
                 continue;
@@ -1714,11 +1739,17 @@ mod tests {
                     continue;
                 }
                 let output = dir.path().join(format!("{files}.kanata"));
-                let options = Options::new(Destination::Path(output.clone()));
+                let mut options = Options::new(Destination::Path(output.clone()));
                 let Ok(report) = convert(&input, &options) else {
                     continue;
                 };
                 let text = std::fs::read(&output).unwrap();
+                // The compact form reads as the same instructions.
+                options.repairs.compact = true;
+                convert(&input, &options).unwrap();
+                let compact = std::fs::read(&output).unwrap();
+                smaller += usize::from(compact.len() < text.len());
+                assert_eq!(read_all(&compact).unwrap(), read_all(&text).unwrap());
                 let mut insns = Instructions::new(&text[..]);
                 let (mut count, mut retired, mut flushed, mut open) = (0, 0, 0, 0);
                 for insn in insns.by_ref() {
@@ -1744,5 +1775,6 @@ mod tests {
             }
         }
         assert!(files >= 10, "{files}");
+        assert!(smaller >= 5, "{smaller} of {files}");
     }
 }
