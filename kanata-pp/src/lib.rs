@@ -11,7 +11,7 @@
 //!   normalizer and the id and stage-name helpers: the quirk rules Q1–Q20), [`gem5`]
 //!   (O3PipeView and its dialects, with the reorder window) and [`rsd`] (RSD's raw logs and
 //!   their RV32 disassembler).
-//! - [`convert`]: one conversion, tying an input, a format's reader and the writer together,
+//! - [`convert`](mod@convert): one conversion, tying an input, a format's reader and the writer together,
 //!   with the temporary file renamed into place at the end.
 //! - [`output`]: what reads the canonical text on its way out (the statistics).
 //! - [`cli`]: the command line, batches and the JSON reports.
