@@ -72,6 +72,8 @@
 use std::collections::VecDeque;
 use std::io::BufRead;
 
+use bstr::ByteSlice;
+
 use crate::error::{Error, ErrorKind};
 
 pub use kanata_writer::LabelKind;
@@ -363,7 +365,8 @@ fn not_canonical(line: u64, what: impl std::fmt::Display) -> Error {
 /// The start of `bytes`, printable, for an error message.
 fn quote(bytes: &[u8]) -> String {
     let cut = bytes.len().min(QUOTE);
-    let mut text: String = String::from_utf8_lossy(&bytes[..cut])
+    let mut text: String = bytes[..cut]
+        .to_str_lossy()
         .chars()
         .flat_map(char::escape_debug)
         .collect();

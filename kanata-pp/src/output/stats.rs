@@ -48,6 +48,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::BuildHasherDefault;
 use std::io::{self, Write};
 
+use bstr::ByteSlice;
 use serde::{Serialize, Serializer};
 
 /// The longest line that is parsed (label lines excepted: they are not parsed at all).
@@ -661,7 +662,7 @@ impl StageTable {
         if name.is_empty() || (key[0] == b'0' && key[1] != b'\t') {
             return None;
         }
-        let name = String::from_utf8_lossy(name).into_owned();
+        let name = name.to_str_lossy().into_owned();
         // Different bytes can decode to the same name (invalid UTF-8): one stage.
         let next = u32::try_from(self.stages.len()).ok()?;
         let index = *self.by_name.entry((lane, name.clone())).or_insert(next);
