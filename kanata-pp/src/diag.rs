@@ -5,6 +5,10 @@
 use std::fmt;
 use std::ops::Index;
 
+use bstr::ByteSlice;
+
+use crate::error::{Error, ErrorKind};
+
 /// A rule of the quirk catalogue (§5 of the format spec), as diagnostics name it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 #[non_exhaustive]
@@ -407,11 +411,21 @@ impl Diagnostics {
     }
 }
 
+/// The start of an input line (60 characters at most, invalid UTF-8 shown as U+FFFD), for
+/// messages.
+pub(crate) fn shorten(line: &[u8]) -> String {
+    let text = line.to_str_lossy();
+    match text.char_indices().nth(60) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.into_owned(),
+    }
+}
+
 /// The `--strict` error for the first repair, if there was one.
-pub(crate) fn strict_error(diag: &Diagnostics) -> Option<crate::error::Error> {
+pub(crate) fn strict_error(diag: &Diagnostics) -> Option<Error> {
     let (rule, example) = diag.strict_violation()?;
-    let error = crate::error::Error::new(
-        crate::error::ErrorKind::Strict,
+    let error = Error::new(
+        ErrorKind::Strict,
         format!("--strict: {rule}: {}", example.message),
     );
     Some(match example.line {

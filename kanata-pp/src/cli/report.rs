@@ -14,7 +14,7 @@ use crate::json;
 use crate::output::stats::TraceStats;
 
 /// The object of one input.
-#[derive(Serialize)]
+#[derive(Serialize, Default)]
 struct FileReport<'a> {
     r#type: &'static str,
     input: String,
@@ -91,27 +91,10 @@ pub fn file_json(input: &Path, result: &Result<Report, Error>) -> String {
         Err(err) => FileReport {
             r#type: "file",
             input,
-            output: None,
-            format: None,
-            input_compression: None,
-            output_compression: None,
             status: "failed",
             error: Some(err.to_string()),
             error_line: err.line(),
-            instructions: None,
-            retired: None,
-            flushed: None,
-            open: None,
-            first_cycle: None,
-            last_cycle: None,
-            repairs_total: None,
-            repairs: None,
-            bytes_in: None,
-            bytes_out: None,
-            lines_in: None,
-            lines_out: None,
-            seconds: None,
-            stats: None,
+            ..FileReport::default()
         },
     };
     json::to_line(&object)

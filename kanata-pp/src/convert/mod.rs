@@ -1,6 +1,9 @@
 //! One conversion, callable from Rust: read an input, normalize it, write the output through
 //! a temporary file that is renamed into place only when everything succeeded.
 
+pub(crate) mod converter;
+mod paths;
+
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
@@ -19,10 +22,7 @@ use crate::kanata::read::Sharing;
 use crate::output::stats::{StatsSink, TraceStats};
 use crate::rsd::RsdOptions;
 
-pub(crate) mod converter;
 use converter::Converter;
-mod paths;
-
 pub(crate) use paths::is_same_file;
 pub use paths::{default_output, output_stem};
 use paths::{is_special_file, temp_beside};

@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use kanata_writer::Compression;
 
 use crate::error::{Error, ErrorKind};
+
 /// The output name used when none is given: the input's name with its compression suffix and
 /// its format suffix replaced by `.kanata` (plus the compression's own suffix).
 ///

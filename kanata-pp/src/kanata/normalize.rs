@@ -17,7 +17,7 @@ use bstr::ByteSlice;
 use kanata_writer::{DepKind, ErrorKind as WriterErrorKind, Finished, LabelKind, Lane, Stage};
 use kanata_writer::{Writer, WriterBuilder};
 
-use crate::diag::{Diagnostics, Rule};
+use crate::diag::{shorten, Diagnostics, Rule};
 use crate::error::Error;
 use crate::kanata::ids::{out_id, IdHasher, Ids, Resolved};
 use crate::kanata::parse::{Command, Line, RetireType, SimId};
@@ -829,15 +829,6 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
 fn text_hash(text: &[u8]) -> u64 {
     // 0 means "no label yet".
     BuildHasherDefault::<IdHasher>::default().hash_one(text) | 1
-}
-
-/// The start of a line, for messages.
-pub(crate) fn shorten(line: &[u8]) -> String {
-    let text = line.to_str_lossy();
-    match text.char_indices().nth(60) {
-        Some((at, _)) => format!("{}…", &text[..at]),
-        None => text.into_owned(),
-    }
 }
 
 /// The input id a command is about (its consumer for `W`); `None` for time commands.

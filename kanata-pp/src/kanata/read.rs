@@ -17,10 +17,10 @@ use std::sync::mpsc;
 use bstr::ByteSlice;
 use kanata_writer::Finished;
 
-use crate::diag::{strict_error, Diagnostics, Rule};
+use crate::diag::{shorten, strict_error, Diagnostics, Rule};
 use crate::error::Error;
 use crate::input::progress::Progress;
-use crate::kanata::normalize::{shorten, KanataNormalizer};
+use crate::kanata::normalize::KanataNormalizer;
 use crate::kanata::parse::{Command, Line, LineParser};
 
 /// Batches in flight between the threads; a few bound the memory a fast reader can take.

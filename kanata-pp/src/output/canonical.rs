@@ -72,17 +72,13 @@
 use std::collections::VecDeque;
 use std::io::BufRead;
 
-use bstr::ByteSlice;
-
+use crate::diag::shorten;
 use crate::error::{Error, ErrorKind};
 
 pub use kanata_writer::LabelKind;
 
 /// The header line, without its LF.
 const HEADER: &[u8] = b"Kanata\t0004";
-
-/// How much of a field an error message quotes.
-const QUOTE: usize = 24;
 
 /// One command of a canonical Kanata file. Texts borrow the reader's line buffer.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -362,18 +358,9 @@ fn not_canonical(line: u64, what: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Input, format!("not canonical Kanata: {what}")).with_line(line)
 }
 
-/// The start of `bytes`, printable, for an error message.
+/// The start of `bytes`, printable (control characters escaped), for an error message.
 fn quote(bytes: &[u8]) -> String {
-    let cut = bytes.len().min(QUOTE);
-    let mut text: String = bytes[..cut]
-        .to_str_lossy()
-        .chars()
-        .flat_map(char::escape_debug)
-        .collect();
-    if cut < bytes.len() {
-        text.push('…');
-    }
-    text
+    shorten(bytes).escape_debug().to_string()
 }
 
 fn bad_number(line: u64, what: &str, command: &str, field: &[u8]) -> Error {

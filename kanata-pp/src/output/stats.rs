@@ -58,7 +58,7 @@ const MAX_LINE: usize = 4096;
 const DENSE: usize = 64;
 
 /// Statistics of one thread of the trace.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct ThreadStats {
     /// Instructions of this thread (`I` lines).
@@ -73,7 +73,7 @@ pub struct ThreadStats {
 }
 
 /// Residency statistics of one stage name in one lane.
-#[derive(Clone, Debug, Default, PartialEq)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct StageStats {
     /// Closed segments: stays in this stage that an `E`, the next `S` in the lane or the
@@ -93,7 +93,9 @@ pub struct StageStats {
     pub p99: u64,
     /// Longest residency in cycles; 0 without segments.
     pub max: u64,
-    /// Every residency seen (cycles → number of segments), in ascending order.
+    /// Every residency seen (cycles → number of segments), in ascending order (not in the
+    /// JSON form).
+    #[serde(skip)]
     pub histogram: BTreeMap<u64, u64>,
 }
 
@@ -140,8 +142,10 @@ fn value_at_rank(pairs: impl Iterator<Item = (u64, u64)>, rank: u64) -> Option<u
 
 /// What a canonical Kanata trace holds, as a CI job would track it.
 ///
-/// Built by [`StatsSink`]; see the [module documentation](self) for what is measured.
-#[derive(Clone, Debug, Default, PartialEq)]
+/// Built by [`StatsSink`]; see the [module documentation](self) for what is measured. Its
+/// JSON form ([`write_json`](Self::write_json)) has the fields in this order, `threads` and
+/// `stages` as arrays of objects (a JSON key cannot be a thread number or a lane and name).
+#[derive(Clone, Debug, Default, PartialEq, Serialize)]
 #[non_exhaustive]
 pub struct TraceStats {
     /// Lines read (every line, including the header and ignored ones).
@@ -159,19 +163,21 @@ pub struct TraceStats {
     pub open_instructions: u64,
     /// The largest number of instructions live at once.
     pub max_in_flight: u64,
-    /// `flushed / instructions`; 0 without instructions.
-    pub flush_rate: f64,
     /// The start cycle: the value of the `C=` line (0 without one).
     pub first_cycle: i64,
     /// The cycle of the end of the stream.
     pub last_cycle: i64,
     /// `last_cycle - first_cycle`.
     pub cycles: i64,
+    /// `flushed / instructions`; 0 without instructions.
+    pub flush_rate: f64,
     /// `retired / cycles`; 0 when the trace spans no cycle.
     pub ipc: f64,
     /// Per thread id.
+    #[serde(serialize_with = "threads_json")]
     pub threads: BTreeMap<i64, ThreadStats>,
     /// Per stage, keyed by (lane, stage name).
+    #[serde(serialize_with = "stages_json")]
     pub stages: BTreeMap<(u64, String), StageStats>,
 }
 
@@ -306,89 +312,37 @@ impl TraceStats {
     }
 }
 
-/// The JSON form: the totals, then `threads` and `stages` as arrays of objects (a JSON
-/// object's keys cannot be a thread number or a lane and stage pair).
-impl Serialize for TraceStats {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        #[derive(Serialize)]
-        struct Totals<'a> {
-            lines: u64,
-            ignored_lines: u64,
-            instructions: u64,
-            retired: u64,
-            flushed: u64,
-            open_instructions: u64,
-            max_in_flight: u64,
-            first_cycle: i64,
-            last_cycle: i64,
-            cycles: i64,
-            flush_rate: f64,
-            ipc: f64,
-            threads: Vec<Thread>,
-            stages: Vec<Stage<'a>>,
-        }
-        #[derive(Serialize)]
-        struct Thread {
-            thread: i64,
-            instructions: u64,
-            retired: u64,
-            flushed: u64,
-            ipc: f64,
-        }
-        #[derive(Serialize)]
-        struct Stage<'a> {
-            lane: u64,
-            stage: &'a str,
-            segments: u64,
-            open: u64,
-            total_cycles: u64,
-            mean: f64,
-            median: f64,
-            p99: u64,
-            max: u64,
-        }
-        Totals {
-            lines: self.lines,
-            ignored_lines: self.ignored_lines,
-            instructions: self.instructions,
-            retired: self.retired,
-            flushed: self.flushed,
-            open_instructions: self.open_instructions,
-            max_in_flight: self.max_in_flight,
-            first_cycle: self.first_cycle,
-            last_cycle: self.last_cycle,
-            cycles: self.cycles,
-            flush_rate: self.flush_rate,
-            ipc: self.ipc,
-            threads: self
-                .threads
-                .iter()
-                .map(|(&thread, t)| Thread {
-                    thread,
-                    instructions: t.instructions,
-                    retired: t.retired,
-                    flushed: t.flushed,
-                    ipc: t.ipc,
-                })
-                .collect(),
-            stages: self
-                .stages
-                .iter()
-                .map(|((lane, stage), st)| Stage {
-                    lane: *lane,
-                    stage,
-                    segments: st.segments,
-                    open: st.open,
-                    total_cycles: st.total_cycles,
-                    mean: st.mean,
-                    median: st.median,
-                    p99: st.p99,
-                    max: st.max,
-                })
-                .collect(),
-        }
-        .serialize(serializer)
+/// `threads` as `[{"thread": 0, <ThreadStats>}, …]`.
+fn threads_json<S: Serializer>(
+    threads: &BTreeMap<i64, ThreadStats>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Row<'a> {
+        thread: i64,
+        #[serde(flatten)]
+        stats: &'a ThreadStats,
     }
+    serializer.collect_seq(threads.iter().map(|(&thread, stats)| Row { thread, stats }))
+}
+
+/// `stages` as `[{"lane": 0, "stage": "F", <StageStats>}, …]`.
+fn stages_json<S: Serializer>(
+    stages: &BTreeMap<(u64, String), StageStats>,
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Row<'a> {
+        lane: u64,
+        stage: &'a str,
+        #[serde(flatten)]
+        stats: &'a StageStats,
+    }
+    serializer.collect_seq(stages.iter().map(|((lane, stage), stats)| Row {
+        lane: *lane,
+        stage,
+        stats,
+    }))
 }
 
 /// `text` with control characters shown as `?`, so a table row stays one line.
