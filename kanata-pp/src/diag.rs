@@ -85,11 +85,14 @@ pub enum Rule {
     /// instruction's `R` (a stage, an `E`, a second `R`, a label beyond `--late-window`) or
     /// use to stretch a stage closed earlier. Dropped: drawn without it.
     R4,
+    /// W1 (windows): a dependency whose producer is not in the window (`--cycles`,
+    /// `--insns`, `--threads`), dropped.
+    W1,
 }
 
 impl Rule {
     /// How many rules there are.
-    const COUNT: usize = Rule::R4 as usize + 1;
+    const COUNT: usize = Rule::W1 as usize + 1;
 
     /// The id diagnostics print, as in the spec and `docs/rules.md`.
     pub fn id(self) -> &'static str {
@@ -125,6 +128,7 @@ impl Rule {
             Rule::R2 => "R2",
             Rule::R3 => "R3",
             Rule::R4 => "R4",
+            Rule::W1 => "W1",
         }
     }
 
@@ -162,6 +166,7 @@ impl Rule {
             Rule::R2 => "RSD lines RSD's converter crashes on, converted or skipped",
             Rule::R3 => "RSD lines RSD's converter warns about, converted as it does",
             Rule::R4 => "commands Konata would apply after the end or to an earlier stage dropped",
+            Rule::W1 => "dependencies on instructions outside the window dropped",
         }
     }
 }

@@ -159,6 +159,165 @@ pub struct Event<'a> {
     pub command: Command<'a>,
 }
 
+/// Where a reader of canonical text stands between two lines: what a reader that starts
+/// mid-file (at a frame of a seekable file) must be told to read on as if it had read every
+/// line before.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Position {
+    /// Lines read so far, the header and the `C=` line included.
+    pub line: u64,
+    /// Konata's cycle after those lines.
+    pub cycle: u64,
+    /// The `C=` start cycle (line 2).
+    pub start_cycle: i64,
+}
+
+/// Parses canonical text one line at a time, for text that is pushed rather than read (the
+/// output of a conversion on its way to the file). [`CanonicalReader`] is this plus a
+/// `BufRead`; both check the same rules (see the [module](self) docs).
+///
+/// ```
+/// use kanata_pp::output::canonical::{Command, LineParser};
+///
+/// let mut parser = LineParser::new();
+/// assert!(parser.line(b"Kanata\t0004")?.is_none());
+/// assert_eq!(parser.line(b"C=\t10")?.unwrap().command, Command::Start(10));
+/// let event = parser.line(b"C\t3")?.unwrap();
+/// assert_eq!((event.line, event.cycle, event.sim_cycle), (3, 3, 13));
+/// parser.finish()?;
+/// # Ok::<(), kanata_pp::error::Error>(())
+/// ```
+#[derive(Clone, Debug, Default)]
+pub struct LineParser {
+    /// Lines read so far.
+    line: u64,
+    /// Konata's cycle.
+    cycle: u64,
+    /// The `C=` start, once line 2 is read.
+    start: Option<i64>,
+}
+
+impl LineParser {
+    /// A parser of a whole file, which starts with the header.
+    pub fn new() -> LineParser {
+        LineParser::default()
+    }
+
+    /// A parser that continues a file after the lines `at` describes: the next line is line
+    /// `at.line + 1` at cycle `at.cycle` (`at.line` must be 2 or more: the header and the
+    /// `C=` line are behind).
+    pub fn resume(at: Position) -> LineParser {
+        LineParser {
+            line: at.line.max(2),
+            cycle: at.cycle,
+            start: Some(at.start_cycle),
+        }
+    }
+
+    /// Parses the next line, given without its LF. The header (line 1) is checked and gives
+    /// `None`; the `C=` line gives [`Command::Start`].
+    ///
+    /// # Errors
+    /// [`ErrorKind::Input`], naming the line, for a line that is not canonical.
+    pub fn line<'a>(&mut self, bytes: &'a [u8]) -> Result<Option<Event<'a>>, Error> {
+        self.line += 1;
+        match self.line {
+            1 => {
+                if bytes != HEADER {
+                    return Err(not_canonical(
+                        1,
+                        format!(
+                            "expected the header `Kanata\\t0004`, found `{}`",
+                            quote(bytes)
+                        ),
+                    ));
+                }
+                return Ok(None);
+            }
+            2 => {
+                let start = match bytes.strip_prefix(b"C=\t") {
+                    Some(field) => parse_i64(field)
+                        .ok_or_else(|| bad_number(2, "start cycle", "a C=", field))?,
+                    None => {
+                        return Err(not_canonical(
+                            2,
+                            format!(
+                                "expected `C=\\t<start cycle>` on line 2, found `{}`",
+                                quote(bytes)
+                            ),
+                        ))
+                    }
+                };
+                self.start = Some(start);
+                return Ok(Some(Event {
+                    line: 2,
+                    cycle: 0,
+                    sim_cycle: start,
+                    command: Command::Start(start),
+                }));
+            }
+            _ => {}
+        }
+        let start = self.start.unwrap_or(0);
+        let command = parse(bytes, self.line)?;
+        if let Command::Step(step) = command {
+            self.cycle = self
+                .cycle
+                .checked_add(step)
+                .filter(|&c| i64::try_from(c).is_ok_and(|c| start.checked_add(c).is_some()))
+                .ok_or_else(|| {
+                    not_canonical(
+                        self.line,
+                        "the cycle goes past the largest signed 64-bit number",
+                    )
+                })?;
+        }
+        // The check above keeps `start + cycle` within i64.
+        Ok(Some(Event {
+            line: self.line,
+            cycle: self.cycle,
+            sim_cycle: start + self.cycle as i64,
+            command,
+        }))
+    }
+
+    /// Checks that the text did not end before its `C=` line.
+    ///
+    /// # Errors
+    /// [`ErrorKind::Input`] for an empty file or one that ends after its header.
+    pub fn finish(&self) -> Result<(), Error> {
+        match self.line {
+            0 => Err(not_canonical(1, "the file is empty, expected the header")),
+            1 => Err(not_canonical(2, "the file ends before the C= line")),
+            _ => Ok(()),
+        }
+    }
+
+    /// Where the parser stands: after the latest line.
+    pub fn position(&self) -> Position {
+        Position {
+            line: self.line,
+            cycle: self.cycle,
+            start_cycle: self.start.unwrap_or(0),
+        }
+    }
+
+    /// The `C=` start cycle, once line 2 has been read.
+    pub fn start_cycle(&self) -> Option<i64> {
+        self.start
+    }
+
+    /// Konata's cycle of the latest line.
+    pub fn cycle(&self) -> u64 {
+        self.cycle
+    }
+
+    /// The number of lines parsed so far (the header included).
+    pub fn lines(&self) -> u64 {
+        self.line
+    }
+}
+
 /// Reads canonical Kanata line by line, checking each line (see the [module](self) docs).
 ///
 /// ```
@@ -178,12 +337,8 @@ pub struct CanonicalReader<R> {
     input: R,
     /// The current line, LF stripped.
     buf: Vec<u8>,
-    /// Lines read so far.
-    line: u64,
-    /// Konata's cycle.
-    cycle: u64,
-    /// The `C=` start, once line 2 is read.
-    start: Option<i64>,
+    /// What the lines so far say.
+    parser: LineParser,
     /// The input ended (or an error was returned): nothing more is read.
     ended: bool,
     /// The input ended cleanly.
@@ -193,12 +348,20 @@ pub struct CanonicalReader<R> {
 impl<R: BufRead> CanonicalReader<R> {
     /// A reader of the canonical text `input` (uncompressed; decompress before).
     pub fn new(input: R) -> CanonicalReader<R> {
+        CanonicalReader::with_parser(input, LineParser::new())
+    }
+
+    /// A reader of text that continues a file after the lines `at` describes (a frame of a
+    /// seekable file), without its header.
+    pub fn resume(input: R, at: Position) -> CanonicalReader<R> {
+        CanonicalReader::with_parser(input, LineParser::resume(at))
+    }
+
+    fn with_parser(input: R, parser: LineParser) -> CanonicalReader<R> {
         CanonicalReader {
             input,
             buf: Vec::with_capacity(256),
-            line: 0,
-            cycle: 0,
-            start: None,
+            parser,
             ended: false,
             complete: false,
         }
@@ -215,24 +378,31 @@ impl<R: BufRead> CanonicalReader<R> {
         if self.ended {
             return Ok(None);
         }
-        match self.read_event() {
-            Ok(Some((cycle, sim_cycle))) => {
-                let command = match self.line {
-                    2 => Command::Start(sim_cycle),
-                    _ => parse(&self.buf, self.line)?,
-                };
-                Ok(Some(Event {
-                    line: self.line,
-                    cycle,
-                    sim_cycle,
-                    command,
-                }))
+        // Only the header gives no event: after it, read line 2.
+        for _ in 0..2 {
+            match self.read_line() {
+                Ok(true) => {}
+                Ok(false) => {
+                    self.ended = true;
+                    self.parser.finish()?;
+                    self.complete = true;
+                    return Ok(None);
+                }
+                Err(error) => {
+                    self.ended = true;
+                    return Err(error);
+                }
             }
-            Ok(None) => {
+            if self.parser.lines() > 0 {
+                break;
+            }
+            if let Err(error) = self.parser.line(&self.buf) {
                 self.ended = true;
-                self.complete = true;
-                Ok(None)
+                return Err(error);
             }
+        }
+        match self.parser.line(&self.buf) {
+            Ok(event) => Ok(event),
             Err(error) => {
                 self.ended = true;
                 Err(error)
@@ -240,86 +410,20 @@ impl<R: BufRead> CanonicalReader<R> {
         }
     }
 
-    /// Reads the next line (checking the header on the way) and applies its time; returns
-    /// the time of the line, `None` at a clean end.
-    fn read_event(&mut self) -> Result<Option<(u64, i64)>, Error> {
-        loop {
-            if !self.read_line()? {
-                return match self.line {
-                    0 => Err(not_canonical(1, "the file is empty, expected the header")),
-                    1 => Err(not_canonical(2, "the file ends before the C= line")),
-                    _ => Ok(None),
-                };
-            }
-            match self.line {
-                1 => {
-                    if self.buf != HEADER {
-                        return Err(not_canonical(
-                            1,
-                            format!(
-                                "expected the header `Kanata\\t0004`, found `{}`",
-                                quote(&self.buf)
-                            ),
-                        ));
-                    }
-                    continue;
-                }
-                2 => {
-                    let start = match self.buf.strip_prefix(b"C=\t") {
-                        Some(field) => parse_i64(field)
-                            .ok_or_else(|| bad_number(2, "start cycle", "a C=", field))?,
-                        None => {
-                            return Err(not_canonical(
-                                2,
-                                format!(
-                                    "expected `C=\\t<start cycle>` on line 2, found `{}`",
-                                    quote(&self.buf)
-                                ),
-                            ))
-                        }
-                    };
-                    self.start = Some(start);
-                    return Ok(Some((0, start)));
-                }
-                _ => {}
-            }
-            let start = self.start.unwrap_or(0);
-            if self.buf.first() == Some(&b'C') && self.buf.get(1) == Some(&b'\t') {
-                // Parse the step here, where the cycle is kept; `parse` checks it again.
-                let field = &self.buf[2..];
-                if let Some(step) = parse_u64(field).filter(|&n| n >= 1) {
-                    let cycle = self
-                        .cycle
-                        .checked_add(step)
-                        .filter(|&c| i64::try_from(c).is_ok_and(|c| start.checked_add(c).is_some()))
-                        .ok_or_else(|| {
-                            not_canonical(
-                                self.line,
-                                "the cycle goes past the largest signed 64-bit number",
-                            )
-                        })?;
-                    self.cycle = cycle;
-                }
-            }
-            // The checks above keep `start + cycle` within i64.
-            return Ok(Some((self.cycle, start + self.cycle as i64)));
-        }
-    }
-
     /// Reads one line into `buf` without its LF; false at the end of the input.
     fn read_line(&mut self) -> Result<bool, Error> {
         self.buf.clear();
+        let line = self.parser.lines() + 1;
         let n = self
             .input
             .read_until(b'\n', &mut self.buf)
-            .map_err(|e| Error::from(e).with_line(self.line + 1))?;
+            .map_err(|e| Error::from(e).with_line(line))?;
         if n == 0 {
             return Ok(false);
         }
-        self.line += 1;
         if self.buf.pop() != Some(b'\n') {
             return Err(not_canonical(
-                self.line,
+                line,
                 "the last line does not end with LF (is the file truncated?)",
             ));
         }
@@ -328,23 +432,28 @@ impl<R: BufRead> CanonicalReader<R> {
 
     /// The `C=` start cycle, once line 2 has been read.
     pub fn start_cycle(&self) -> Option<i64> {
-        self.start
+        self.parser.start_cycle()
     }
 
     /// Konata's cycle of the latest line read.
     pub fn cycle(&self) -> u64 {
-        self.cycle
+        self.parser.cycle()
     }
 
     /// The number of lines read so far (the header included).
     pub fn lines(&self) -> u64 {
-        self.line
+        self.parser.lines()
+    }
+
+    /// Where the reader stands: after the latest line.
+    pub fn position(&self) -> Position {
+        self.parser.position()
     }
 
     /// Konata's cycle at the end of the file, once the input has ended without error: the
     /// last cycle of the trace. Konata draws instructions still in flight up to it + 1.
     pub fn last_cycle(&self) -> Option<u64> {
-        self.complete.then_some(self.cycle)
+        self.complete.then_some(self.parser.cycle())
     }
 
     /// The input, given back.
@@ -941,7 +1050,8 @@ impl<R: BufRead> Iterator for Instructions<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kanata_writer::{DepKind, InsnId, Lane, Stage, WriterBuilder};
+    use crate::output::testing::{random_trace, Rng};
+    use kanata_writer::{DepKind, Lane, WriterBuilder};
 
     /// Every instruction of `bytes`, or the first error.
     fn read_all(bytes: &[u8]) -> Result<Vec<Instruction>, Error> {
@@ -1188,168 +1298,6 @@ mod tests {
             let compact = random_trace(seed, Some(true)).0;
             assert_eq!(read_all(&explicit).unwrap(), read_all(&compact).unwrap());
         }
-    }
-
-    /// xorshift64*: a small seeded generator for the random traces.
-    struct Rng(u64);
-
-    impl Rng {
-        fn next(&mut self) -> u64 {
-            self.0 ^= self.0 >> 12;
-            self.0 ^= self.0 << 25;
-            self.0 ^= self.0 >> 27;
-            self.0.wrapping_mul(0x2545_F491_4F6C_DD1D)
-        }
-
-        fn below(&mut self, n: u64) -> u64 {
-            self.next() % n
-        }
-    }
-
-    /// A random small trace written with the writer, and what reading it back must give:
-    /// the instructions, the start cycle and the last cycle.
-    fn random_trace(seed: u64, compact: Option<bool>) -> (Vec<u8>, Vec<Instruction>, i64, u64) {
-        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
-        let start = rng.below(2001) as i64 - 1000;
-        let compact = compact.unwrap_or_else(|| rng.below(2) == 1);
-        let mut w = WriterBuilder::new()
-            .start_cycle(start)
-            .compact(compact)
-            .from_writer(Vec::new())
-            .unwrap();
-        let names = ["F", "D", "X", "Mem", "Xmiss", "wb 2"];
-        let stages: Vec<Stage> = names.iter().map(|n| w.stage(n).unwrap()).collect();
-        let texts = ["a", " b", "x=1 ", "ü€", "0x10: add"];
-        let mut handles: Vec<InsnId> = Vec::new();
-        let mut model: Vec<Instruction> = Vec::new();
-        // Per instruction: the open segment per lane.
-        let mut open: Vec<Vec<(u64, usize)>> = Vec::new();
-        let mut live: Vec<usize> = Vec::new();
-        let mut cycle = 0u64;
-        let mut retire_id = 0i64;
-        for _ in 0..rng.below(120) {
-            let action = rng.below(10);
-            if live.is_empty() || action == 0 {
-                let (sim_id, thread) = (rng.below(1000) as i128 - 500, rng.below(4) as i64);
-                handles.push(w.begin_signed(sim_id, thread).unwrap());
-                model.push(Instruction {
-                    id: model.len() as u64,
-                    sim_id: sim_id as i64,
-                    thread,
-                    begin: cycle,
-                    end: None,
-                    retire: None,
-                    name: String::new(),
-                    detail: String::new(),
-                    stages: Vec::new(),
-                    deps: Vec::new(),
-                });
-                open.push(Vec::new());
-                live.push(model.len() - 1);
-                continue;
-            }
-            let at = rng.below(live.len() as u64) as usize;
-            let i = live[at];
-            let insn = &mut model[i];
-            match action {
-                1 | 2 => {
-                    let lane = [0, 0, 1, 2, 5][rng.below(5) as usize];
-                    let (stage, name) = if lane == 1 {
-                        (Stage::STALL, "stl")
-                    } else {
-                        let k = rng.below(names.len() as u64) as usize;
-                        (stages[k], names[k])
-                    };
-                    w.enter(handles[i], Lane::new(lane as u32), stage).unwrap();
-                    let index = insn.stages.len();
-                    if let Some(slot) = open[i].iter_mut().find(|(l, _)| *l == lane) {
-                        insn.stages[slot.1].end = Some(cycle);
-                        slot.1 = index;
-                    } else {
-                        open[i].push((lane, index));
-                    }
-                    insn.stages.push(segment(lane, name, cycle, None, ""));
-                }
-                3 => {
-                    if let Some(k) =
-                        (!open[i].is_empty()).then(|| rng.below(open[i].len() as u64) as usize)
-                    {
-                        let (lane, index) = open[i].swap_remove(k);
-                        w.leave(handles[i], Lane::new(lane as u32)).unwrap();
-                        insn.stages[index].end = Some(cycle);
-                    }
-                }
-                4 | 5 => {
-                    let text = texts[rng.below(texts.len() as u64) as usize];
-                    match rng.below(3) {
-                        0 => {
-                            w.label(handles[i], LabelKind::Name, text).unwrap();
-                            insn.name.push_str(text);
-                        }
-                        1 => {
-                            w.label(handles[i], LabelKind::Detail, text).unwrap();
-                            insn.detail.push_str(text);
-                        }
-                        _ => {
-                            if let Some(last) = insn.stages.last_mut() {
-                                w.label(handles[i], LabelKind::StageNote, text).unwrap();
-                                last.notes.push_str(text);
-                            }
-                        }
-                    }
-                }
-                6 => {
-                    let flushed = rng.below(3) == 0;
-                    let id = if rng.below(8) == 0 {
-                        // A retire id of the simulator's, as kanata-pp keeps them.
-                        let id = rng.below(2000) as i64 - 1000;
-                        if flushed {
-                            w.flush_as(handles[i], id).unwrap();
-                        } else {
-                            w.retire_as(handles[i], id).unwrap();
-                        }
-                        id
-                    } else if flushed {
-                        w.flush(handles[i]).unwrap();
-                        0
-                    } else {
-                        w.retire(handles[i]).unwrap();
-                        retire_id += 1;
-                        retire_id - 1
-                    };
-                    for (_, index) in open[i].drain(..) {
-                        insn.stages[index].end = Some(cycle);
-                    }
-                    insn.end = Some(cycle);
-                    insn.retire = Some(Retirement {
-                        retire_id: id,
-                        flushed,
-                    });
-                    live.swap_remove(at);
-                }
-                7 if i > 0 => {
-                    let producer = rng.below(i as u64) as usize;
-                    let kind = rng.below(3);
-                    w.depend(handles[i], handles[producer], DepKind::new(kind as u32))
-                        .unwrap();
-                    insn.deps.push(Dependency {
-                        producer: producer as u64,
-                        kind,
-                    });
-                }
-                _ => {
-                    let n = 1 + rng.below(4);
-                    w.advance(n).unwrap();
-                    cycle += n;
-                }
-            }
-        }
-        if rng.below(2) == 0 {
-            let n = 1 + rng.below(9);
-            w.advance(n).unwrap();
-            cycle += n;
-        }
-        (w.finish().unwrap().output, model, start, cycle)
     }
 
     #[test]
