@@ -1,6 +1,10 @@
 //! What reads the canonical Kanata text a conversion writes, on its way to the sinks: the
-//! statistics of [`stats`], computed on the fly as the text streams to the output file.
-//! [`canonical`] is the one reader of canonical Kanata that windows, rendering and analysis
-//! read a canonical trace back through.
+//! window of [`window`], cut out of the text of the whole trace, and the statistics of
+//! [`stats`], computed on the fly as the text streams to the output file. [`canonical`] is
+//! the one reader of canonical Kanata that windows, rendering and analysis read a canonical
+//! trace back through.
 pub mod canonical;
 pub mod stats;
+#[cfg(test)]
+pub(crate) mod testing;
+pub mod window;
