@@ -29,7 +29,7 @@ mod kanata;
 pub mod output;
 pub mod rsd;
 
-pub use convert::{convert, Destination, Options, Report};
+pub use convert::{convert, Destination, Options, Report, WindowReport};
 pub use diag::{Diagnostics, Rule};
 pub use error::{Error, ErrorKind};
 pub use gem5::Gem5Options;

@@ -9,6 +9,7 @@ use crate::convert::{Destination, Options};
 use crate::gem5::Gem5Options;
 use crate::input::detect::Format;
 use crate::kanata::normalize::{CloseOpen, Repairs};
+use crate::output::window::{parse_threads, Bounds, RangeError, Window};
 use crate::rsd::disasm::Syntax;
 
 const EXAMPLES: &str = "\
@@ -23,6 +24,8 @@ Examples:
   kanata-pp -d out/ -j 4 --compress zstd traces/*.log
                                              convert a folder: out/<name>.kanata.zst
   kanata-pp --check --report json traces/*   validate many, one JSON object per input
+  kanata-pp big.kanata.zst --cycles 12M..12.01M -o slow.kanata
+                                             cut 10,000 cycles out of a huge trace
 
 Exit codes: 0 converted, 1 input or I/O error (no output is left behind), 2 usage error.
 Repair rules (Q1-Q20) are described in docs/rules.md.";
@@ -147,6 +150,49 @@ pub struct Cli {
     /// Leave out the `E` lines Konata implies (drawn the same, smaller files).
     #[arg(long)]
     pub compact: bool,
+
+    /// Keep only the instructions whose life overlaps Konata's cycles [A, B), counted from
+    /// the start of the file as Konata shows them: `A..B`, `A..` or `..B`; numbers may use
+    /// `_` between digits and a k, M or G suffix (`12M..12.01M`). A kept instruction is kept
+    /// whole; cycles, retire ids and simulator ids keep their values.
+    #[arg(long, value_name = "A..B", value_parser = parse_unsigned_range, help_heading = "Windows")]
+    pub cycles: Option<Bounds<u64>>,
+
+    /// The same window in the simulator's cycles (the trace's `C=` start plus the steps);
+    /// negative numbers are allowed.
+    #[arg(
+        long,
+        value_name = "A..B",
+        value_parser = parse_signed_range,
+        allow_hyphen_values = true,
+        help_heading = "Windows"
+    )]
+    pub sim_cycles: Option<Bounds<i64>>,
+
+    /// Keep the instructions with op ids [A, B) in the conversion of the whole trace
+    /// (Konata's op ids, the ones its `j` jumps to).
+    #[arg(long, value_name = "A..B", value_parser = parse_unsigned_range, help_heading = "Windows")]
+    pub insns: Option<Bounds<u64>>,
+
+    /// Keep only the instructions of these thread ids (`0,2`).
+    #[arg(long, value_name = "LIST", value_parser = parse_thread_list, help_heading = "Windows")]
+    pub threads: Option<ThreadList>,
+}
+
+/// `--threads`: the thread ids, sorted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ThreadList(pub Vec<i64>);
+
+fn parse_unsigned_range(text: &str) -> Result<Bounds<u64>, RangeError> {
+    text.parse()
+}
+
+fn parse_signed_range(text: &str) -> Result<Bounds<i64>, RangeError> {
+    text.parse()
+}
+
+fn parse_thread_list(text: &str) -> Result<ThreadList, RangeError> {
+    parse_threads(text).map(ThreadList)
 }
 
 /// The shells `--generate-completions` writes for.
@@ -212,6 +258,16 @@ impl Cli {
         })
     }
 
+    /// The window `--cycles`, `--sim-cycles`, `--insns` and `--threads` ask for.
+    pub fn window(&self) -> Window {
+        let mut window = Window::all();
+        window.cycles = self.cycles.unwrap_or_default();
+        window.sim_cycles = self.sim_cycles.unwrap_or_default();
+        window.insns = self.insns.unwrap_or_default();
+        window.threads = self.threads.as_ref().map(|t| t.0.clone());
+        window
+    }
+
     /// The options this command line asks for, with the destination of a single input.
     pub fn options(&self) -> Result<Options, crate::Error> {
         let compression = self.compression();
@@ -265,6 +321,7 @@ impl Cli {
             strip_prefix: self.strip_prefix.as_ref().map(|p| p.as_bytes().to_vec()),
             compact: self.compact,
         };
+        options.window = self.window();
         Ok(options)
     }
 }

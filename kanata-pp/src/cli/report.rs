@@ -7,7 +7,7 @@ use std::path::Path;
 
 use serde::{Serialize, Serializer};
 
-use crate::convert::{compression_name, Report};
+use crate::convert::{compression_name, Report, WindowReport};
 use crate::diag::Diagnostics;
 use crate::error::Error;
 use crate::json;
@@ -38,6 +38,8 @@ struct FileReport<'a> {
     lines_in: Option<u64>,
     lines_out: Option<u64>,
     seconds: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    window: Option<WindowReport>,
     #[serde(skip_serializing_if = "Option::is_none")]
     stats: Option<&'a TraceStats>,
 }
@@ -85,6 +87,7 @@ pub fn file_json(input: &Path, result: &Result<Report, Error>) -> String {
                 lines_in: Some(report.lines_in),
                 lines_out: Some(s.lines),
                 seconds: Some(report.seconds),
+                window: report.window,
                 stats: report.stats.as_ref(),
             }
         }

@@ -7,6 +7,8 @@ mod paths;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use kanata_writer::{CompressWriter, Compression, Finished, Summary, WriterBuilder};
@@ -20,6 +22,7 @@ use crate::input::{self, InputCompression, Lines};
 use crate::kanata::normalize::{KanataNormalizer, Repairs};
 use crate::kanata::read::Sharing;
 use crate::output::stats::{StatsSink, TraceStats};
+use crate::output::window::{Window, WindowFilter};
 use crate::rsd::RsdOptions;
 
 use converter::Converter;
@@ -62,8 +65,11 @@ pub struct Options {
     pub max_examples: usize,
     /// Show a progress bar (only ever drawn on a terminal).
     pub progress: bool,
-    /// Compute the trace's statistics ([`Report::stats`]).
+    /// Compute the trace's statistics ([`Report::stats`]): of the window, with a window.
     pub stats: bool,
+    /// The instructions to keep (`--cycles`, `--sim-cycles`, `--insns`, `--threads`); the
+    /// default keeps every one. See [`crate::output::window`].
+    pub window: Window,
     /// The bars of a batch, drawn together.
     pub(crate) progress_group: Option<indicatif::MultiProgress>,
 }
@@ -83,6 +89,7 @@ impl Options {
             max_examples: 5,
             progress: false,
             stats: false,
+            window: Window::all(),
             progress_group: None,
         }
     }
@@ -102,7 +109,7 @@ pub struct Report {
     pub input_compression: InputCompression,
     /// The output's compression.
     pub output_compression: Compression,
-    /// What the written trace holds.
+    /// What the written trace holds (with a window: the window).
     pub summary: Summary,
     /// Every repair, by rule.
     pub diagnostics: Diagnostics,
@@ -116,6 +123,19 @@ pub struct Report {
     pub seconds: f64,
     /// The trace's statistics, when asked for.
     pub stats: Option<TraceStats>,
+    /// What cutting the window did, when a window was asked for.
+    pub window: Option<WindowReport>,
+}
+
+/// What cutting a window did ([`Report::window`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
+pub struct WindowReport {
+    /// Instructions of the whole trace read, kept or not.
+    pub instructions_read: u64,
+    /// Whether reading stopped before the end of the input, because nothing later could be
+    /// in the window.
+    pub stopped_early: bool,
 }
 
 /// Checks a compression level before any work: out of range is a usage error.
@@ -210,10 +230,10 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
     let (sink, compression, temp): (Box<dyn Write + Send>, _, _) = match &options.destination {
         Destination::Check => {
             // Nothing to write: the writer checks every call and formats nothing, unless
-            // `--stats`, which reads the statistics from the text.
+            // `--stats` or a window, which read the text.
             builder
                 .compression(Compression::None)
-                .discard(!options.stats);
+                .discard(!options.stats && !options.window.is_restricted());
             (Box::new(io::sink()), Compression::None, None)
         }
         Destination::Stdout => {
@@ -249,7 +269,7 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
     }
     // On any error `temp` is dropped, which deletes it: no partial output, and an existing
     // file at the output path stays as it was.
-    let (summary, lines_in, stats) = run_to(
+    let (summary, lines_in, stats, window) = run_to(
         format,
         opened.reader,
         builder,
@@ -290,8 +310,13 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
         bytes_out,
         seconds: started.elapsed().as_secs_f64(),
         stats,
+        window,
     })
 }
+
+/// What [`run_to`] gives: the summary of the output, the lines read, the statistics and what
+/// the window did.
+type RunOutcome = (Summary, u64, Option<TraceStats>, Option<WindowReport>);
 
 /// Runs the conversion into `output`; with `--stats`, the statistics are taken from the
 /// uncompressed text on its way to the compressor, on the writer's background thread.
@@ -305,7 +330,19 @@ fn run_to<O: Write + Send + 'static>(
     options: &Options,
     diag: &mut Diagnostics,
     progress: &Progress,
-) -> Result<(Summary, u64, Option<TraceStats>), Error> {
+) -> Result<RunOutcome, Error> {
+    if options.window.is_restricted() {
+        return run_window(
+            format,
+            reader,
+            builder,
+            output,
+            compression,
+            options,
+            diag,
+            progress,
+        );
+    }
     if !options.stats {
         let (finished, lines) = run(
             format,
@@ -317,7 +354,7 @@ fn run_to<O: Write + Send + 'static>(
             diag,
             progress,
         )?;
-        return Ok((finished.summary, lines, None));
+        return Ok((finished.summary, lines, None, None));
     }
     builder.compression(Compression::None);
     let sink = StatsSink::new(CompressWriter::new(output, compression, options.level)?);
@@ -334,7 +371,152 @@ fn run_to<O: Write + Send + 'static>(
     let summary = finished.summary;
     let (compressed, stats) = finished.output.into_parts();
     compressed.finish()?.flush()?;
-    Ok((summary, lines, Some(stats)))
+    Ok((summary, lines, Some(stats), None))
+}
+
+/// Where the text of a window goes: the compressor, through the statistics with `--stats`.
+enum WindowOutput<O: Write> {
+    Plain(CompressWriter<O>),
+    Stats(StatsSink<CompressWriter<O>>),
+}
+
+impl<O: Write> Write for WindowOutput<O> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            WindowOutput::Plain(out) => out.write(buf),
+            WindowOutput::Stats(out) => out.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            WindowOutput::Plain(out) => out.write_all(buf),
+            WindowOutput::Stats(out) => out.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            WindowOutput::Plain(out) => out.flush(),
+            WindowOutput::Stats(out) => out.flush(),
+        }
+    }
+}
+
+impl<O: Write> WindowOutput<O> {
+    /// Ends the compressed stream; the statistics, with `--stats`.
+    fn finish(self) -> Result<Option<TraceStats>, Error> {
+        let (compressed, stats) = match self {
+            WindowOutput::Plain(out) => (out, None),
+            WindowOutput::Stats(out) => {
+                let (out, stats) = out.into_parts();
+                (out, Some(stats))
+            }
+        };
+        compressed.finish()?.flush()?;
+        Ok(stats)
+    }
+}
+
+/// The writer's end of a window filter that the conversion takes back even when the
+/// writer is dropped on the way (reading stopped early): the filter is shared, and taken out
+/// of the slot at the end.
+struct SharedFilter<W>(Arc<Mutex<Option<WindowFilter<W>>>>);
+
+impl<W: Write> Write for SharedFilter<W> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let mut slot = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        match slot.as_mut() {
+            Some(filter) => filter.write(buf),
+            None => Ok(buf.len()),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// The input, until the window is complete: then reading fails, which stops every format's
+/// reader where it is, without the repairs of an end of input that is not one. It counts the
+/// lines it passes on, since a reader that fails does not say how many it read.
+struct UntilDone {
+    input: Box<dyn io::Read + Send>,
+    done: Arc<AtomicBool>,
+    lines: Arc<std::sync::atomic::AtomicU64>,
+}
+
+impl io::Read for UntilDone {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        if self.done.load(Ordering::Relaxed) {
+            return Err(io::Error::other("the window is complete"));
+        }
+        let n = self.input.read(buf)?;
+        let lines = memchr::memchr_iter(b'\n', &buf[..n]).count() as u64;
+        self.lines.fetch_add(lines, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// Runs the conversion through a [`WindowFilter`] into `output`: the writer writes the
+/// whole trace's canonical text, the filter keeps the window's, which is compressed (and
+/// counted with `--stats`). Reading stops when the filter says nothing later is needed.
+#[allow(clippy::too_many_arguments)]
+fn run_window<O: Write + Send + 'static>(
+    format: Format,
+    reader: Box<dyn io::Read + Send>,
+    mut builder: WriterBuilder,
+    output: O,
+    compression: Compression,
+    options: &Options,
+    diag: &mut Diagnostics,
+    progress: &Progress,
+) -> Result<RunOutcome, Error> {
+    builder.compression(Compression::None);
+    let compressed = CompressWriter::new(output, compression, options.level)?;
+    let out = match options.stats {
+        true => WindowOutput::Stats(StatsSink::new(compressed)),
+        false => WindowOutput::Plain(compressed),
+    };
+    let filter = WindowFilter::new(out, options.window.clone(), options.max_examples);
+    let done = filter.done_flag();
+    let slot = Arc::new(Mutex::new(Some(filter)));
+    let lines = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let reader = Box::new(UntilDone {
+        input: reader,
+        done: Arc::clone(&done),
+        lines: Arc::clone(&lines),
+    });
+    let sink = SharedFilter(Arc::clone(&slot));
+    let result = run(
+        format,
+        reader,
+        builder,
+        sink,
+        compression,
+        options,
+        diag,
+        progress,
+    );
+    let lines_in = match result {
+        Ok((_, lines)) => lines,
+        // Whatever stopped the reading after the window was complete is past the window.
+        Err(_) if done.load(Ordering::Relaxed) => lines.load(Ordering::Relaxed),
+        Err(error) => return Err(error),
+    };
+    let filter = slot
+        .lock()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .take()
+        .ok_or_else(|| Error::new(ErrorKind::Io, "the window's output was lost"))?;
+    let finished = filter.finish()?;
+    diag.merge(finished.diagnostics);
+    let stats = finished.output.finish()?;
+    let report = WindowReport {
+        instructions_read: finished.instructions_read,
+        stopped_early: finished.stopped_early,
+    };
+    Ok((finished.summary, lines_in, stats, Some(report)))
 }
 
 /// Reads every line of `reader` into the normalizer for `format`.
