@@ -425,7 +425,10 @@ struct SharedFilter<W>(Arc<Mutex<Option<WindowFilter<W>>>>);
 
 impl<W: Write> Write for SharedFilter<W> {
     fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let mut slot = self.0.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        let mut slot = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
         match slot.as_mut() {
             Some(filter) => filter.write(buf),
             None => Ok(buf.len()),
@@ -478,7 +481,7 @@ fn run_window<O: Write + Send + 'static>(
         true => WindowOutput::Stats(StatsSink::new(compressed)),
         false => WindowOutput::Plain(compressed),
     };
-    let filter = WindowFilter::new(out, options.window.clone(), options.max_examples);
+    let filter = WindowFilter::new(out, options.window.clone(), options.max_examples).trusted();
     let done = filter.done_flag();
     let slot = Arc::new(Mutex::new(Some(filter)));
     let lines = Arc::new(std::sync::atomic::AtomicU64::new(0));

@@ -172,6 +172,35 @@ pub struct Position {
     pub start_cycle: i64,
 }
 
+/// What [`LineParser::skim`] reads of a line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Skim {
+    /// The header line.
+    Header,
+    /// The `C=` line, with the start cycle.
+    Start(i64),
+    /// A `C` step (the parser's cycle has moved).
+    Step,
+    /// An `I`.
+    Insn {
+        /// The file id.
+        id: u64,
+        /// The thread id.
+        thread: i64,
+    },
+    /// An `L`, `S` or `E` of instruction `id`.
+    Of(u64),
+    /// An `R` of instruction `id`.
+    Retire(u64),
+    /// A `W`.
+    Dep {
+        /// The instruction that waits.
+        consumer: u64,
+        /// The one it waits for.
+        producer: u64,
+    },
+}
+
 /// Parses canonical text one line at a time, for text that is pushed rather than read (the
 /// output of a conversion on its way to the file). [`CanonicalReader`] is this plus a
 /// `BufRead`; both check the same rules (see the [module](self) docs).
@@ -279,6 +308,68 @@ impl LineParser {
             sim_cycle: start + self.cycle as i64,
             command,
         }))
+    }
+
+    /// Reads the next line of text known to be canonical (what the writer just wrote) for
+    /// what tracking instructions needs, without checking the rest of the line: the time,
+    /// and the ids of the command. About three times as fast as [`line`](Self::line). A
+    /// line whose command and ids cannot be read is still an error, never a panic; anything
+    /// else wrong with it goes unnoticed.
+    ///
+    /// ```
+    /// use kanata_pp::output::canonical::{LineParser, Skim};
+    ///
+    /// let mut parser = LineParser::new();
+    /// assert_eq!(parser.skim(b"Kanata\t0004")?, Skim::Header);
+    /// assert_eq!(parser.skim(b"C=\t-4")?, Skim::Start(-4));
+    /// assert_eq!(parser.skim(b"C\t3")?, Skim::Step);
+    /// assert_eq!(parser.skim(b"I\t0\t77\t1")?, Skim::Insn { id: 0, thread: 1 });
+    /// assert_eq!(parser.skim(b"W\t5\t2\t0")?, Skim::Dep { consumer: 5, producer: 2 });
+    /// assert_eq!(parser.cycle(), 3);
+    /// # Ok::<(), kanata_pp::error::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::Input`] for a line whose command or ids cannot be read.
+    pub fn skim(&mut self, bytes: &[u8]) -> Result<Skim, Error> {
+        if self.line < 2 {
+            return Ok(match self.line(bytes)? {
+                Some(event) => Skim::Start(event.sim_cycle),
+                None => Skim::Header,
+            });
+        }
+        self.line += 1;
+        let line = self.line;
+        let bad = || not_canonical(line, format!("cannot read `{}`", quote(bytes)));
+        let (&command, rest) = bytes.split_first().ok_or_else(bad)?;
+        let rest = rest.strip_prefix(b"\t").ok_or_else(bad)?;
+        let mut fields = rest.splitn(3, |&b| b == b'\t');
+        let mut number = || fields.next().and_then(parse_u64).ok_or_else(bad);
+        Ok(match command {
+            b'C' => {
+                let step = number()?;
+                let start = self.start.unwrap_or(0);
+                self.cycle = self
+                    .cycle
+                    .checked_add(step)
+                    .filter(|&c| i64::try_from(c).is_ok_and(|c| start.checked_add(c).is_some()))
+                    .ok_or_else(bad)?;
+                Skim::Step
+            }
+            b'I' => {
+                let id = number()?;
+                let _sim_id = fields.next();
+                let thread = fields.next().and_then(parse_i64).ok_or_else(bad)?;
+                Skim::Insn { id, thread }
+            }
+            b'L' | b'S' | b'E' => Skim::Of(number()?),
+            b'R' => Skim::Retire(number()?),
+            b'W' => Skim::Dep {
+                consumer: number()?,
+                producer: number()?,
+            },
+            _ => return Err(bad()),
+        })
     }
 
     /// Checks that the text did not end before its `C=` line.

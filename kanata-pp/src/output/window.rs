@@ -44,7 +44,7 @@
 //! to the end) and, for inputs that are reordered on the way (gem5's reorder window), how far
 //! ahead of the text the reading runs.
 
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 use std::fmt;
 use std::io::{self, Write};
 use std::str::FromStr;
@@ -55,7 +55,8 @@ use kanata_writer::Summary;
 
 use crate::diag::{Diagnostics, Rule};
 use crate::error::{Error, ErrorKind};
-use crate::output::canonical::{Command, LineParser, Position};
+use crate::kanata::ids::IdMap;
+use crate::output::canonical::{Command, LineParser, Position, Skim};
 
 /// A half-open range `[start, end)` of numbers; either end may be open.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -378,6 +379,9 @@ enum Live {
     Pending(Lines),
 }
 
+/// How many emptied [`Lines`] are kept for reuse: about what is in flight in a big core.
+const SPARE_BUFFERS: usize = 1024;
+
 /// Lines held back, in one buffer.
 #[derive(Debug, Default)]
 struct Lines {
@@ -390,6 +394,11 @@ impl Lines {
     fn push(&mut self, line: u64, cycle: u64, bytes: &[u8]) {
         self.text.extend_from_slice(bytes);
         self.lines.push((line, cycle, self.text.len()));
+    }
+
+    fn clear(&mut self) {
+        self.text.clear();
+        self.lines.clear();
     }
 
     fn get(&self, index: usize) -> (u64, u64, &[u8]) {
@@ -433,7 +442,11 @@ pub struct WindowFilter<W> {
     /// The id the next `I` has.
     next_id: u64,
     /// The live instructions kept or pending; dropped ones are not here.
-    live: HashMap<u64, Live>,
+    live: IdMap<u64, Live>,
+    /// Emptied line buffers, for the next pending instructions.
+    spare: Vec<Lines>,
+    /// The text is the writer's: skimmed, not checked field by field.
+    trusted: bool,
     /// How many of `live` are pending.
     pending: usize,
     kept: KeptIds,
@@ -511,7 +524,9 @@ impl<W: Write> WindowFilter<W> {
             partial: Vec::new(),
             cycles: Bounds::all(),
             next_id,
-            live: HashMap::new(),
+            live: IdMap::default(),
+            spare: Vec::new(),
+            trusted: false,
             pending: 0,
             kept: KeptIds {
                 base: next_id,
@@ -525,6 +540,14 @@ impl<W: Write> WindowFilter<W> {
             read: 0,
             line_buf: Vec::with_capacity(256),
         }
+    }
+
+    /// Trusts the text to be canonical, as the writer's own output is: each line is skimmed
+    /// for its command and ids ([`LineParser::skim`]) rather than checked field by field.
+    /// The output is the same for canonical text; other text may go through unnoticed.
+    pub fn trusted(mut self) -> WindowFilter<W> {
+        self.trusted = true;
+        self
     }
 
     /// A flag that turns true when nothing later in the input can be in the window: a reader
@@ -692,16 +715,33 @@ impl<W: Write> WindowFilter<W> {
         Ok(())
     }
 
-    /// Reads one line of the input.
+    /// Reads one line of the input: every field checked, or only what tracking needs when
+    /// the text is trusted.
     fn line(&mut self, bytes: &[u8]) -> Result<(), Error> {
         let before = self.parser.cycle();
-        let Some(event) = self.parser.line(bytes)? else {
-            return Ok(());
+        let skim = match self.trusted {
+            true => self.parser.skim(bytes)?,
+            false => match self.parser.line(bytes)? {
+                None => Skim::Header,
+                Some(event) => match event.command {
+                    Command::Start(start) => Skim::Start(start),
+                    Command::Step(_) => Skim::Step,
+                    Command::Insn { id, thread, .. } => Skim::Insn { id, thread },
+                    Command::Label { id, .. }
+                    | Command::StageStart { id, .. }
+                    | Command::StageEnd { id, .. } => Skim::Of(id),
+                    Command::Retire { id, .. } => Skim::Retire(id),
+                    Command::Dep {
+                        consumer, producer, ..
+                    } => Skim::Dep { consumer, producer },
+                },
+            },
         };
-        let (line, cycle) = (event.line, event.cycle);
-        match event.command {
-            Command::Start(start) => self.start(start)?,
-            Command::Step(_) => {
+        let (line, cycle) = (self.parser.lines(), self.parser.cycle());
+        match skim {
+            Skim::Header => {}
+            Skim::Start(start) => self.start(start)?,
+            Skim::Step => {
                 if self
                     .cycles
                     .start
@@ -714,7 +754,7 @@ impl<W: Write> WindowFilter<W> {
                     self.check_done();
                 }
             }
-            Command::Insn { id, thread, .. } => {
+            Skim::Insn { id, thread } => {
                 if id != self.next_id {
                     return Err(Error::new(
                         ErrorKind::Input,
@@ -740,7 +780,7 @@ impl<W: Write> WindowFilter<W> {
                         self.live.insert(id, Live::Kept(out));
                         self.emit(line, cycle, bytes)?;
                     } else {
-                        let mut lines = Lines::default();
+                        let mut lines = self.spare.pop().unwrap_or_default();
                         lines.push(line, cycle, bytes);
                         self.live.insert(id, Live::Pending(lines));
                         self.pending += 1;
@@ -751,11 +791,10 @@ impl<W: Write> WindowFilter<W> {
                     self.check_done();
                 }
             }
-            Command::Label { id, .. }
-            | Command::StageStart { id, .. }
-            | Command::StageEnd { id, .. } => self.instruction_line(id, line, cycle, bytes)?,
-            Command::Dep { consumer, .. } => self.instruction_line(consumer, line, cycle, bytes)?,
-            Command::Retire { id, .. } => {
+            Skim::Of(id) | Skim::Dep { consumer: id, .. } => {
+                self.instruction_line(id, line, cycle, bytes)?
+            }
+            Skim::Retire(id) => {
                 match self.live.get(&id) {
                     Some(Live::Kept(_)) => {
                         self.emit(line, cycle, bytes)?;
@@ -763,7 +802,12 @@ impl<W: Write> WindowFilter<W> {
                     }
                     // Ended before the window's first cycle.
                     Some(Live::Pending(_)) => {
-                        self.live.remove(&id);
+                        if let Some(Live::Pending(mut lines)) = self.live.remove(&id) {
+                            if self.spare.len() < SPARE_BUFFERS {
+                                lines.clear();
+                                self.spare.push(lines);
+                            }
+                        }
                         self.pending -= 1;
                     }
                     None => {}
