@@ -375,9 +375,11 @@ fn run_to<O: Write + Send + 'static>(
 }
 
 /// Where the text of a window goes: the compressor, through the statistics with `--stats`.
+// One per conversion, made once: the sizes of the variants do not matter.
+#[allow(clippy::large_enum_variant)]
 enum WindowOutput<O: Write> {
     Plain(CompressWriter<O>),
-    Stats(Box<StatsSink<CompressWriter<O>>>),
+    Stats(StatsSink<CompressWriter<O>>),
 }
 
 impl<O: Write> Write for WindowOutput<O> {
@@ -409,7 +411,7 @@ impl<O: Write> WindowOutput<O> {
         let (compressed, stats) = match self {
             WindowOutput::Plain(out) => (out, None),
             WindowOutput::Stats(out) => {
-                let (out, stats) = (*out).into_parts();
+                let (out, stats) = out.into_parts();
                 (out, Some(stats))
             }
         };
@@ -478,7 +480,7 @@ fn run_window<O: Write + Send + 'static>(
     builder.compression(Compression::None);
     let compressed = CompressWriter::new(output, compression, options.level)?;
     let out = match options.stats {
-        true => WindowOutput::Stats(Box::new(StatsSink::new(compressed))),
+        true => WindowOutput::Stats(StatsSink::new(compressed)),
         false => WindowOutput::Plain(compressed),
     };
     let filter = WindowFilter::new(out, options.window.clone(), options.max_examples).trusted();
