@@ -4,7 +4,7 @@ use std::fmt;
 use std::io;
 
 /// Why a conversion failed. Nothing is written when it does.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Error {
     kind: ErrorKind,
     /// The reader of our output went away (`kanata-pp … -o - | head`): a normal end.

@@ -13,7 +13,10 @@
 //!   their RV32 disassembler).
 //! - [`convert`](mod@convert): one conversion, tying an input, a format's reader and the writer together,
 //!   with the temporary file renamed into place at the end.
-//! - [`output`]: what reads the canonical text on its way out (the statistics).
+//! - [`output`]: what reads the canonical text on its way out (the window, the statistics)
+//!   and the one reader of canonical Kanata ([`output::canonical`]).
+//! - [`trace`]: any input read back as the instructions of a window, for rendering and
+//!   the Python bindings.
 //! - [`cli`]: the command line, batches and the JSON reports.
 //!
 //! [`diag`] (the repairs, by rule) and [`error`] are shared by all of them.
@@ -28,6 +31,7 @@ mod json;
 mod kanata;
 pub mod output;
 pub mod rsd;
+pub mod trace;
 
 pub use convert::{convert, Destination, Options, Report, WindowReport};
 pub use diag::{Diagnostics, Rule};

@@ -178,19 +178,42 @@ pub fn compression_name(compression: Compression) -> &'static str {
 
 /// Converts `input` (a path, or `-` for stdin) as `options` say.
 pub fn convert(input: &Path, options: &Options) -> Result<Report, Error> {
+    convert_named(input, options, None)
+}
+
+/// Converts `input` as `options` say into `text`, uncompressed, whatever the destination:
+/// how the [`trace`](crate::trace) reader gets the canonical text of a window.
+pub(crate) fn convert_into(
+    input: &Path,
+    options: &Options,
+    text: Box<dyn Write + Send>,
+) -> Result<Report, Error> {
+    convert_named(input, options, Some(text))
+}
+
+fn convert_named(
+    input: &Path,
+    options: &Options,
+    text: Option<Box<dyn Write + Send>>,
+) -> Result<Report, Error> {
     let name = if input.as_os_str() == "-" {
         "<stdin>".to_owned()
     } else {
         input.display().to_string()
     };
-    convert_inner(input, &name, options).map_err(|err| match err.kind() {
+    convert_inner(input, &name, options, text).map_err(|err| match err.kind() {
         // A usage error is about the command line, not the input.
         ErrorKind::Usage => err,
         _ => err.with_file(&name),
     })
 }
 
-fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, Error> {
+fn convert_inner(
+    input: &Path,
+    name: &str,
+    options: &Options,
+    text: Option<Box<dyn Write + Send>>,
+) -> Result<Report, Error> {
     let started = Instant::now();
     let compression = output_compression(options)?;
     check_level(compression, options.level)?;
@@ -226,45 +249,51 @@ fn convert_inner(input: &Path, name: &str, options: &Options) -> Result<Report, 
     progress.follow(raw_read.clone());
     let input_compression = opened.compression;
 
+    let text_given = text.is_some();
     // Where the text goes, and the temporary file that becomes the output at the end.
-    let (sink, compression, temp): (Box<dyn Write + Send>, _, _) = match &options.destination {
-        Destination::Check => {
-            // Nothing to write: the writer checks every call and formats nothing, unless
-            // `--stats` or a window, which read the text.
-            builder
-                .compression(Compression::None)
-                .discard(!options.stats && !options.window.is_restricted());
-            (Box::new(io::sink()), Compression::None, None)
-        }
-        Destination::Stdout => {
-            if compression != Compression::None && io::IsTerminal::is_terminal(&io::stdout()) {
-                return Err(Error::new(
-                    ErrorKind::Usage,
-                    "refusing to write compressed data to a terminal",
-                ));
+    let (sink, compression, temp): (Box<dyn Write + Send>, _, _) =
+        match (text, &options.destination) {
+            (Some(text), _) => {
+                builder.compression(Compression::None);
+                (text, Compression::None, None)
             }
-            (Box::new(io::stdout()), compression, None)
-        }
-        // A device or a pipe (`-o /dev/null`, a FIFO) is written in place: a temporary file
-        // renamed over it would replace the device itself with a regular file.
-        Destination::Path(path) if is_special_file(path) => {
-            let file = fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(|err| {
-                    Error::new(
-                        ErrorKind::Io,
-                        format!("cannot write {}: {err}", path.display()),
-                    )
-                })?;
-            (Box::new(file), compression, None)
-        }
-        Destination::Path(path) => {
-            let (temp, target) = temp_beside(path)?;
-            (Box::new(temp.reopen()?), compression, Some((temp, target)))
-        }
-    };
-    if options.destination != Destination::Check {
+            (None, Destination::Check) => {
+                // Nothing to write: the writer checks every call and formats nothing, unless
+                // `--stats` or a window, which read the text.
+                builder
+                    .compression(Compression::None)
+                    .discard(!options.stats && !options.window.is_restricted());
+                (Box::new(io::sink()), Compression::None, None)
+            }
+            (None, Destination::Stdout) => {
+                if compression != Compression::None && io::IsTerminal::is_terminal(&io::stdout()) {
+                    return Err(Error::new(
+                        ErrorKind::Usage,
+                        "refusing to write compressed data to a terminal",
+                    ));
+                }
+                (Box::new(io::stdout()), compression, None)
+            }
+            // A device or a pipe (`-o /dev/null`, a FIFO) is written in place: a temporary file
+            // renamed over it would replace the device itself with a regular file.
+            (None, Destination::Path(path)) if is_special_file(path) => {
+                let file = fs::OpenOptions::new()
+                    .write(true)
+                    .open(path)
+                    .map_err(|err| {
+                        Error::new(
+                            ErrorKind::Io,
+                            format!("cannot write {}: {err}", path.display()),
+                        )
+                    })?;
+                (Box::new(file), compression, None)
+            }
+            (None, Destination::Path(path)) => {
+                let (temp, target) = temp_beside(path)?;
+                (Box::new(temp.reopen()?), compression, Some((temp, target)))
+            }
+        };
+    if options.destination != Destination::Check || text_given {
         builder.background(true);
     }
     // On any error `temp` is dropped, which deletes it: no partial output, and an existing
