@@ -512,6 +512,8 @@ fn run_window<O: Write + Send + 'static>(
         true => WindowOutput::Stats(StatsSink::new(compressed)),
         false => WindowOutput::Plain(compressed),
     };
+    // The filter writes a line at a time.
+    let out = io::BufWriter::with_capacity(1 << 16, out);
     let filter = WindowFilter::new(out, options.window.clone(), options.max_examples).trusted();
     let done = filter.done_flag();
     let slot = Arc::new(Mutex::new(Some(filter)));
@@ -545,7 +547,11 @@ fn run_window<O: Write + Send + 'static>(
         .ok_or_else(|| Error::new(ErrorKind::Io, "the window's output was lost"))?;
     let finished = filter.finish()?;
     diag.merge(finished.diagnostics);
-    let stats = finished.output.finish()?;
+    let stats = finished
+        .output
+        .into_inner()
+        .map_err(|err| Error::from(err.into_error()))?
+        .finish()?;
     let report = WindowReport {
         instructions_read: finished.instructions_read,
         stopped_early: finished.stopped_early,
