@@ -3,6 +3,7 @@
 
 pub mod detect;
 pub(crate) mod progress;
+pub mod seekable;
 
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, Read};

@@ -4,6 +4,8 @@
 //! the one reader of canonical Kanata that windows, rendering and analysis read a canonical
 //! trace back through.
 pub mod canonical;
+/// The seekable, indexed `.kanata.zst`: independent zstd frames, our index, the seek table.
+pub mod seekable;
 pub mod stats;
 #[cfg(test)]
 pub(crate) mod testing;
