@@ -313,8 +313,6 @@ fn plain_zstd_and_plain_text_have_no_index() {
     assert!(open(b"").unwrap().is_none());
     assert!(open(b"abc").unwrap().is_none());
     // A seekable file without our index (zeekstd's own encoder).
-    let mut encoder = zeekstd::Encoder::new(Vec::new()).unwrap();
-    encoder.write_all(&text).unwrap();
     let mut out = Vec::new();
     {
         let mut encoder = zeekstd::Encoder::new(&mut out).unwrap();
@@ -356,9 +354,7 @@ fn damaged_index_is_an_error_never_a_wrong_index() {
         }
     }
     assert!(Index::open(&mut handle).unwrap().is_some());
-    // The seek table: an error, or no index at all (its magic number gone), never an index
-    // that reads differently.
-    let good = Index::open(&mut handle).unwrap().unwrap();
+    // The seek table: an error, or no index at all (its magic number gone), never an index.
     for at in end..file.len() {
         let mut damaged = file.clone();
         damaged[at] ^= 0x10;
@@ -368,7 +364,6 @@ fn damaged_index_is_an_error_never_a_wrong_index() {
             Err(_) => {}
         }
     }
-    let _ = good;
     let message = open(&{
         let mut d = file.clone();
         d[start + 30] ^= 1;
