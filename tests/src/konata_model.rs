@@ -1444,6 +1444,145 @@ pub fn diff_views(a: &View, b: &View, cmp: &Compare) -> Vec<String> {
 }
 
 // ---------------------------------------------------------------------------------------
+// Restricting a view to some of its instructions
+// ---------------------------------------------------------------------------------------
+
+/// A view restricted to some of its instructions ([`restrict`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Restricted {
+    /// What Konata should draw for a trace holding only the kept instructions.
+    pub view: View,
+    /// The `W` relations of kept consumers whose producer was not kept (dropped).
+    pub dropped_dependencies: u64,
+    /// The file ids of the kept instructions in the whole view, in row order: the kept
+    /// instruction `n` of [`Restricted::view`] was `kept_ids[n]`.
+    pub kept_ids: Vec<i64>,
+}
+
+/// What Konata draws for the part of a trace that holds only the instructions `keep`
+/// selects, computed from the view of the whole trace alone, the way a window of the trace
+/// (issue 13) must look: the kept instructions renumbered densely from 0 in row order, each
+/// unchanged otherwise (labels, stage boxes per lane with their cycles, thread, simulator
+/// id, retire or flush with its cycle and retire id); the `W` relations and arrows between
+/// kept instructions, the others dropped and counted.
+///
+/// The last cycle is the whole view's when a kept instruction never retires (it is drawn up
+/// to the last cycle + 1, so the window must reach it), else the cycle of the last `R` of a
+/// kept instruction (0 when nothing is kept). Lane names are those the kept instructions
+/// use, in the whole view's order (`diff_views` compares them sorted).
+///
+/// Stage colours cannot be derived from the whole view: Konata's `appearance` level of a
+/// stage is the smallest lane level seen among *all* instructions, so it may differ on a
+/// part. `stage_levels` holds the whole view's entries for the lanes and stage names kept;
+/// compare restricted views with `ignore_colors`. Line numbers are the whole view's
+/// (compare with `ignore_lines`). Warnings, undrawn instructions and inexact lines are not
+/// carried over (a canonical trace has none).
+pub fn restrict(view: &View, keep: impl Fn(&Insn) -> bool) -> Restricted {
+    let kept_ids: Vec<i64> = view
+        .insns
+        .iter()
+        .filter(|i| keep(i))
+        .map(|i| i.file_id)
+        .collect();
+    let new_id: HashMap<i64, i64> = kept_ids
+        .iter()
+        .enumerate()
+        .map(|(n, &id)| (id, n as i64))
+        .collect();
+    let remap = |deps: &[Dependency]| -> (Vec<Dependency>, u64) {
+        let mut out = Vec::new();
+        let mut dropped = 0;
+        for d in deps {
+            match new_id.get(&d.other) {
+                Some(&other) => out.push(Dependency { other, ..*d }),
+                None => dropped += 1,
+            }
+        }
+        (out, dropped)
+    };
+    let mut dropped_dependencies = 0;
+    let mut insns = Vec::with_capacity(kept_ids.len());
+    for &id in &kept_ids {
+        let mut insn = view.insn(id).expect("a kept id is drawn").clone();
+        insn.file_id = new_id[&id];
+        let (producers, dropped) = remap(&insn.producers);
+        dropped_dependencies += dropped;
+        insn.producers = producers;
+        insn.consumers = remap(&insn.consumers).0;
+        insns.push(insn);
+    }
+    let arrows = view
+        .arrows
+        .iter()
+        .filter_map(|a| {
+            Some(Arrow {
+                consumer: *new_id.get(&a.consumer)?,
+                producer: *new_id.get(&a.producer)?,
+                ..*a
+            })
+        })
+        .collect();
+    let last_cycle = if insns.iter().any(Insn::eof) {
+        view.last_cycle
+    } else {
+        insns
+            .iter()
+            .filter_map(|i| i.retired.map(|r| r.cycle))
+            .max()
+            .unwrap_or(0)
+    };
+    let used = |lane: &str| insns.iter().any(|i| i.lanes.contains_key(lane));
+    let lane_names: Vec<String> = view
+        .lane_names
+        .iter()
+        .filter(|l| used(l))
+        .cloned()
+        .collect();
+    let stage_levels = view
+        .stage_levels
+        .iter()
+        .filter(|(lane, _)| used(lane))
+        .map(|(lane, levels)| {
+            let levels = levels
+                .iter()
+                .filter(|s| {
+                    insns
+                        .iter()
+                        .any(|i| i.lane(lane).iter().any(|b| b.name == s.name))
+                })
+                .cloned()
+                .collect();
+            (lane.clone(), levels)
+        })
+        .collect();
+    let last_rid = insns
+        .iter()
+        .filter_map(|i| i.retired)
+        .filter(|r| r.kind == RetireKind::Retired && r.retire_id >= 0)
+        .map(|r| r.retire_id)
+        .max()
+        .unwrap_or(-1);
+    let restricted = View {
+        last_id: insns.len() as i64 - 1,
+        op_count: insns.len(),
+        insns,
+        warnings: Vec::new(),
+        last_cycle,
+        arrows,
+        lane_names,
+        stage_levels,
+        last_rid,
+        undrawn: Vec::new(),
+        inexact_lines: Vec::new(),
+    };
+    Restricted {
+        view: restricted,
+        dropped_dependencies,
+        kept_ids,
+    }
+}
+
+// ---------------------------------------------------------------------------------------
 // Tests
 // ---------------------------------------------------------------------------------------
 
