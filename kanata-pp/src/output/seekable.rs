@@ -40,7 +40,7 @@ use crate::output::canonical::{LineParser, Skim};
 
 /// The frame size [`SeekableWriter::new`] uses: 1 MiB of text per frame. Measured at level 3
 /// on 356 MB and 471 MB canonical traces (`BENCHMARKS.md`, "Seekable output"): the file is no
-/// larger than one zstd frame (0.3 % and 3.4 % smaller, zstd 1.5.7), one frame reads in
+/// larger than one zstd frame (0.3 % and 3.4 % smaller), one frame reads in
 /// 1.1–1.4 ms, and the index of a 50 GB trace is about 2 MB. 256 KiB frames read in 0.3 ms
 /// but make the index (what every seek reads first) four times longer; 4 MiB frames cost
 /// 4–6 ms a frame and compress no better.
