@@ -142,6 +142,29 @@ fn print_human(cli: &Cli, report: &Report) {
     }
     let mut stderr = io::stderr().lock();
     let _ = report.diagnostics.write_summary(&mut stderr, &report.input);
+    if let Some(window) = &report.window {
+        if report.summary.instructions == 0 {
+            let _ = writeln!(
+                stderr,
+                "{}: note: the window holds no instruction (of {} read): the output is an \
+                 empty trace",
+                report.input, window.instructions_read
+            );
+        } else if cli.verbose {
+            let _ = writeln!(
+                stderr,
+                "{}: window: {} of {} instructions read kept{}",
+                report.input,
+                report.summary.instructions,
+                window.instructions_read,
+                if window.stopped_early {
+                    ", reading stopped early"
+                } else {
+                    ""
+                }
+            );
+        }
+    }
     if cli.verbose {
         let s = &report.summary;
         let _ = writeln!(

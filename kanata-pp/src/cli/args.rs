@@ -175,7 +175,13 @@ pub struct Cli {
     pub insns: Option<Bounds<u64>>,
 
     /// Keep only the instructions of these thread ids (`0,2`).
-    #[arg(long, value_name = "LIST", value_parser = parse_thread_list, help_heading = "Windows")]
+    #[arg(
+        long,
+        value_name = "LIST",
+        value_parser = parse_thread_list,
+        allow_hyphen_values = true,
+        help_heading = "Windows"
+    )]
     pub threads: Option<ThreadList>,
 }
 
