@@ -88,11 +88,14 @@ pub enum Rule {
     /// W1 (windows): a dependency whose producer is not in the window (`--cycles`,
     /// `--insns`, `--threads`), dropped.
     W1,
+    /// W2 (windows): the seekable index of the input is damaged or belongs to another file;
+    /// ignored, the input is read from the start.
+    W2,
 }
 
 impl Rule {
     /// How many rules there are.
-    const COUNT: usize = Rule::W1 as usize + 1;
+    const COUNT: usize = Rule::W2 as usize + 1;
 
     /// The id diagnostics print, as in the spec and `docs/rules.md`.
     pub fn id(self) -> &'static str {
@@ -129,6 +132,7 @@ impl Rule {
             Rule::R3 => "R3",
             Rule::R4 => "R4",
             Rule::W1 => "W1",
+            Rule::W2 => "W2",
         }
     }
 
@@ -167,6 +171,7 @@ impl Rule {
             Rule::R3 => "RSD lines RSD's converter warns about, converted as it does",
             Rule::R4 => "commands Konata would apply after the end or to an earlier stage dropped",
             Rule::W1 => "dependencies on instructions outside the window dropped",
+            Rule::W2 => "seekable index damaged, ignored: read from the start",
         }
     }
 }

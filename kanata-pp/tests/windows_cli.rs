@@ -287,8 +287,10 @@ fn report_json_with_a_window_has_the_window_object() {
     let window = file["window"].as_object().expect("a window object");
     assert_eq!(
         window.keys().collect::<Vec<_>>(),
-        ["instructions_read", "stopped_early"]
+        ["instructions_read", "stopped_early", "indexed"]
     );
+    // A plain input has no index to read through.
+    assert_eq!(window["indexed"], false);
     let read = window["instructions_read"].as_u64().unwrap();
     assert!(read >= insns(&out) as u64 && read < 85, "{window:?}");
     assert_eq!(window["stopped_early"], true);

@@ -24,6 +24,8 @@ Examples:
   kanata-pp -d out/ -j 4 --compress zstd traces/*.log
                                              convert a folder: out/<name>.kanata.zst
   kanata-pp --check --report json traces/*   validate many, one JSON object per input
+  kanata-pp trace.out -o big.kanata.zst --seekable
+                                             indexed, seekable zstd: windows read fast
   kanata-pp big.kanata.zst --cycles 12M..12.01M -o slow.kanata
                                              cut 10,000 cycles out of a huge trace
 
@@ -151,6 +153,25 @@ pub struct Cli {
     #[arg(long)]
     pub compact: bool,
 
+    /// Write zstd output in the seekable format, with an index of cycles and op ids: a
+    /// window of it is then read without reading the rest (see docs/seekable.md). Needs zstd
+    /// output. Not the default: some zstd decoders stop after the first frame.
+    #[arg(long, conflicts_with = "no_seekable")]
+    pub seekable: bool,
+
+    /// Write zstd output as one frame (the default).
+    #[arg(long)]
+    pub no_seekable: bool,
+
+    /// With --seekable: the text each frame holds at least (default 256k); larger frames
+    /// compress a little better, smaller ones make a window cheaper to reach.
+    #[arg(long, value_name = "BYTES", value_parser = parse_frame_size, requires = "seekable")]
+    pub frame_size: Option<usize>,
+
+    /// Read a window of a seekable input from the start, not through its index.
+    #[arg(long, help_heading = "Windows")]
+    pub no_index: bool,
+
     /// Keep only the instructions whose life overlaps Konata's cycles [A, B), counted from
     /// the start of the file as Konata shows them: `A..B`, `A..` or `..B`; numbers may use
     /// `_` between digits and a k, M or G suffix (`12M..12.01M`). A kept instruction is kept
@@ -195,6 +216,17 @@ fn parse_unsigned_range(text: &str) -> Result<Bounds<u64>, RangeError> {
 
 fn parse_signed_range(text: &str) -> Result<Bounds<i64>, RangeError> {
     text.parse()
+}
+
+fn parse_frame_size(text: &str) -> Result<usize, RangeError> {
+    let bytes = crate::output::window::parse_count(text)?;
+    match usize::try_from(bytes) {
+        Ok(bytes) if (1..=crate::output::seekable::MAX_FRAME_SIZE).contains(&bytes) => Ok(bytes),
+        _ => Err(RangeError::new(format!(
+            "`{text}`: a frame holds 1 byte to {} bytes",
+            crate::output::seekable::MAX_FRAME_SIZE
+        ))),
+    }
 }
 
 fn parse_thread_list(text: &str) -> Result<ThreadList, RangeError> {
@@ -328,6 +360,9 @@ impl Cli {
             compact: self.compact,
         };
         options.window = self.window();
+        options.seekable = self.seekable && !self.no_seekable;
+        options.frame_size = self.frame_size;
+        options.use_index = !self.no_index;
         Ok(options)
     }
 }

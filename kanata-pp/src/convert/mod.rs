@@ -7,22 +7,25 @@ mod paths;
 use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::Instant;
 
 use kanata_writer::{CompressWriter, Compression, Finished, Summary, WriterBuilder};
 
 use crate::diag::Diagnostics;
+use crate::diag::Rule;
 use crate::error::{Error, ErrorKind};
 use crate::gem5::Gem5Options;
 use crate::input::detect::{self, Format};
 use crate::input::progress::Progress;
+use crate::input::seekable::Index;
 use crate::input::{self, InputCompression, Lines};
 use crate::kanata::normalize::{KanataNormalizer, Repairs};
 use crate::kanata::read::Sharing;
+use crate::output::seekable::SeekableWriter;
 use crate::output::stats::{StatsSink, TraceStats};
-use crate::output::window::{Window, WindowFilter};
+use crate::output::window::{self, Window, WindowFilter};
 use crate::rsd::RsdOptions;
 
 use converter::Converter;
@@ -70,6 +73,15 @@ pub struct Options {
     /// The instructions to keep (`--cycles`, `--sim-cycles`, `--insns`, `--threads`); the
     /// default keeps every one. See [`crate::output::window`].
     pub window: Window,
+    /// Write zstd output in the seekable format, with an index (`--seekable`; see
+    /// [`crate::output::seekable`]). Off by default: one zstd frame.
+    pub seekable: bool,
+    /// Read a window of a seekable input through its index (the default); `false` reads
+    /// it from the start (`--no-index`).
+    pub use_index: bool,
+    /// The text a frame of seekable output holds at least; `None` for
+    /// [`DEFAULT_FRAME_SIZE`](crate::output::seekable::DEFAULT_FRAME_SIZE).
+    pub frame_size: Option<usize>,
     /// The bars of a batch, drawn together.
     pub(crate) progress_group: Option<indicatif::MultiProgress>,
 }
@@ -90,6 +102,9 @@ impl Options {
             progress: false,
             stats: false,
             window: Window::all(),
+            seekable: false,
+            use_index: true,
+            frame_size: None,
             progress_group: None,
         }
     }
@@ -136,6 +151,9 @@ pub struct WindowReport {
     /// Whether reading stopped before the end of the input, because nothing later could be
     /// in the window.
     pub stopped_early: bool,
+    /// Whether the window was read through the input's seekable index (only the frames it
+    /// needs).
+    pub indexed: bool,
 }
 
 /// Checks a compression level before any work: out of range is a usage error.
@@ -217,6 +235,15 @@ fn convert_inner(
     let started = Instant::now();
     let compression = output_compression(options)?;
     check_level(compression, options.level)?;
+    if options.seekable
+        && compression != Compression::Zstd
+        && options.destination != Destination::Check
+    {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "--seekable needs zstd output (a .zst output or --compress zstd)",
+        ));
+    }
     let mut builder = WriterBuilder::new();
     builder.compression(compression);
     if let Some(level) = options.level {
@@ -298,6 +325,14 @@ fn convert_inner(
     }
     // On any error `temp` is dropped, which deletes it: no partial output, and an existing
     // file at the output path stays as it was.
+    let indexed = match may_use_index(input, format, input_compression, options) {
+        true => open_index(input, &raw_read, &mut diag),
+        false => None,
+    };
+    if indexed.is_some() {
+        // Only the frames read count.
+        raw_read.store(0, Ordering::Relaxed);
+    }
     let (summary, lines_in, stats, window) = run_to(
         format,
         opened.reader,
@@ -307,6 +342,7 @@ fn convert_inner(
         options,
         &mut diag,
         &progress,
+        indexed,
     )?;
     let bytes_out = match temp {
         Some((temp, target)) => {
@@ -347,6 +383,10 @@ fn convert_inner(
 /// the window did.
 type RunOutcome = (Summary, u64, Option<TraceStats>, Option<WindowReport>);
 
+/// A seekable input with its index, for a window read through the index, and the counter
+/// of the bytes read that the report and the progress bar show.
+type Indexed = (Index, fs::File, Arc<AtomicU64>);
+
 /// Runs the conversion into `output`; with `--stats`, the statistics are taken from the
 /// uncompressed text on its way to the compressor, on the writer's background thread.
 #[allow(clippy::too_many_arguments)]
@@ -359,20 +399,17 @@ fn run_to<O: Write + Send + 'static>(
     options: &Options,
     diag: &mut Diagnostics,
     progress: &Progress,
+    indexed: Option<Indexed>,
 ) -> Result<RunOutcome, Error> {
     if options.window.is_restricted() {
-        return run_window(
-            format,
-            reader,
-            builder,
-            output,
-            compression,
-            options,
-            diag,
-            progress,
-        );
+        let out = window_output(output, compression, options)?;
+        if let Some((index, file, bytes_read)) = indexed {
+            return run_indexed(&index, file, &bytes_read, out, options, diag, progress);
+        }
+        return run_window(format, reader, builder, out, options, diag, progress);
     }
-    if !options.stats {
+    let seekable = seekable_output(compression, options);
+    if !options.stats && !seekable {
         let (finished, lines) = run(
             format,
             reader,
@@ -385,8 +422,24 @@ fn run_to<O: Write + Send + 'static>(
         )?;
         return Ok((finished.summary, lines, None, None));
     }
+    // The text goes out uncompressed, to be counted or cut into frames on the way.
     builder.compression(Compression::None);
-    let sink = StatsSink::new(CompressWriter::new(output, compression, options.level)?);
+    let compressed = Compressed::new(output, compression, options)?;
+    if !options.stats {
+        let (finished, lines) = run(
+            format,
+            reader,
+            builder,
+            compressed,
+            compression,
+            options,
+            diag,
+            progress,
+        )?;
+        finished.output.finish()?.flush()?;
+        return Ok((finished.summary, lines, None, None));
+    }
+    let sink = StatsSink::new(compressed);
     let (finished, lines) = run(
         format,
         reader,
@@ -403,12 +456,74 @@ fn run_to<O: Write + Send + 'static>(
     Ok((summary, lines, Some(stats), None))
 }
 
+/// Whether the output is written in the seekable format: `--seekable` with zstd output.
+fn seekable_output(compression: Compression, options: &Options) -> bool {
+    options.seekable && compression == Compression::Zstd
+}
+
+/// The compressor of text the writer hands over uncompressed: one stream, or the frames of
+/// the seekable format.
+// One per conversion, made once: the sizes of the variants do not matter.
+#[allow(clippy::large_enum_variant)]
+enum Compressed<O: Write> {
+    Stream(CompressWriter<O>),
+    Seekable(SeekableWriter<O>),
+}
+
+impl<O: Write> Compressed<O> {
+    fn new(output: O, compression: Compression, options: &Options) -> Result<Self, Error> {
+        Ok(match seekable_output(compression, options) {
+            true => {
+                let level = options.level.unwrap_or(compression.default_level());
+                let mut writer = SeekableWriter::new(output, level)?;
+                if let Some(bytes) = options.frame_size {
+                    writer = writer.with_frame_size(bytes);
+                }
+                Compressed::Seekable(writer)
+            }
+            false => Compressed::Stream(CompressWriter::new(output, compression, options.level)?),
+        })
+    }
+
+    /// Ends the compressed stream (the seekable format's index and seek table) and gives the
+    /// output back.
+    fn finish(self) -> io::Result<O> {
+        match self {
+            Compressed::Stream(out) => out.finish(),
+            Compressed::Seekable(out) => out.finish(),
+        }
+    }
+}
+
+impl<O: Write> Write for Compressed<O> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        match self {
+            Compressed::Stream(out) => out.write(buf),
+            Compressed::Seekable(out) => out.write(buf),
+        }
+    }
+
+    fn write_all(&mut self, buf: &[u8]) -> io::Result<()> {
+        match self {
+            Compressed::Stream(out) => out.write_all(buf),
+            Compressed::Seekable(out) => out.write_all(buf),
+        }
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        match self {
+            Compressed::Stream(out) => out.flush(),
+            Compressed::Seekable(out) => out.flush(),
+        }
+    }
+}
+
 /// Where the text of a window goes: the compressor, through the statistics with `--stats`.
 // One per conversion, made once: the sizes of the variants do not matter.
 #[allow(clippy::large_enum_variant)]
 enum WindowOutput<O: Write> {
-    Plain(CompressWriter<O>),
-    Stats(StatsSink<CompressWriter<O>>),
+    Plain(Compressed<O>),
+    Stats(StatsSink<Compressed<O>>),
 }
 
 impl<O: Write> Write for WindowOutput<O> {
@@ -449,6 +564,43 @@ impl<O: Write> WindowOutput<O> {
     }
 }
 
+/// The output of a window: the filter writes a line at a time, hence the buffer.
+type WindowSink<O> = io::BufWriter<WindowOutput<O>>;
+
+fn window_output<O: Write>(
+    output: O,
+    compression: Compression,
+    options: &Options,
+) -> Result<WindowSink<O>, Error> {
+    let compressed = Compressed::new(output, compression, options)?;
+    let out = match options.stats {
+        true => WindowOutput::Stats(StatsSink::new(compressed)),
+        false => WindowOutput::Plain(compressed),
+    };
+    Ok(io::BufWriter::with_capacity(1 << 16, out))
+}
+
+/// Ends a window's output and gathers what it did.
+fn finish_window<O: Write>(
+    finished: window::Finished<WindowSink<O>>,
+    lines_in: u64,
+    indexed: bool,
+    diag: &mut Diagnostics,
+) -> Result<RunOutcome, Error> {
+    diag.merge(finished.diagnostics);
+    let stats = finished
+        .output
+        .into_inner()
+        .map_err(|err| Error::from(err.into_error()))?
+        .finish()?;
+    let report = WindowReport {
+        instructions_read: finished.instructions_read,
+        stopped_early: finished.stopped_early,
+        indexed,
+    };
+    Ok((finished.summary, lines_in, stats, Some(report)))
+}
+
 /// The writer's end of a window filter that the conversion takes back even when the
 /// writer is dropped on the way (reading stopped early): the filter is shared, and taken out
 /// of the slot at the end.
@@ -477,7 +629,7 @@ impl<W: Write> Write for SharedFilter<W> {
 struct UntilDone {
     input: Box<dyn io::Read + Send>,
     done: Arc<AtomicBool>,
-    lines: Arc<std::sync::atomic::AtomicU64>,
+    lines: Arc<AtomicU64>,
 }
 
 impl io::Read for UntilDone {
@@ -492,32 +644,23 @@ impl io::Read for UntilDone {
     }
 }
 
-/// Runs the conversion through a [`WindowFilter`] into `output`: the writer writes the
-/// whole trace's canonical text, the filter keeps the window's, which is compressed (and
-/// counted with `--stats`). Reading stops when the filter says nothing later is needed.
-#[allow(clippy::too_many_arguments)]
+/// Runs the conversion through a [`WindowFilter`] into `out`: the writer writes the whole
+/// trace's canonical text, the filter keeps the window's, which is compressed (and counted
+/// with `--stats`). Reading stops when the filter says nothing later is needed.
 fn run_window<O: Write + Send + 'static>(
     format: Format,
     reader: Box<dyn io::Read + Send>,
     mut builder: WriterBuilder,
-    output: O,
-    compression: Compression,
+    out: WindowSink<O>,
     options: &Options,
     diag: &mut Diagnostics,
     progress: &Progress,
 ) -> Result<RunOutcome, Error> {
     builder.compression(Compression::None);
-    let compressed = CompressWriter::new(output, compression, options.level)?;
-    let out = match options.stats {
-        true => WindowOutput::Stats(StatsSink::new(compressed)),
-        false => WindowOutput::Plain(compressed),
-    };
-    // The filter writes a line at a time.
-    let out = io::BufWriter::with_capacity(1 << 16, out);
     let filter = WindowFilter::new(out, options.window.clone(), options.max_examples).trusted();
     let done = filter.done_flag();
     let slot = Arc::new(Mutex::new(Some(filter)));
-    let lines = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let lines = Arc::new(AtomicU64::new(0));
     let reader = Box::new(UntilDone {
         input: reader,
         done: Arc::clone(&done),
@@ -529,7 +672,7 @@ fn run_window<O: Write + Send + 'static>(
         reader,
         builder,
         sink,
-        compression,
+        Compression::None,
         options,
         diag,
         progress,
@@ -545,18 +688,127 @@ fn run_window<O: Write + Send + 'static>(
         .unwrap_or_else(|poisoned| poisoned.into_inner())
         .take()
         .ok_or_else(|| Error::new(ErrorKind::Io, "the window's output was lost"))?;
-    let finished = filter.finish()?;
-    diag.merge(finished.diagnostics);
-    let stats = finished
-        .output
-        .into_inner()
-        .map_err(|err| Error::from(err.into_error()))?
-        .finish()?;
-    let report = WindowReport {
-        instructions_read: finished.instructions_read,
-        stopped_early: finished.stopped_early,
+    finish_window(filter.finish()?, lines_in, false, diag)
+}
+
+/// Whether a window of this input may be read through a seekable index: a canonical zstd
+/// file, whose conversion is the file itself (no clean-up that changes canonical text), and
+/// a window with a first cycle or op id to seek to.
+fn may_use_index(
+    input: &Path,
+    format: Format,
+    compression: InputCompression,
+    options: &Options,
+) -> bool {
+    let repairs = &options.repairs;
+    let window = &options.window;
+    options.use_index
+        && input.as_os_str() != "-"
+        && format == Format::Kanata
+        && compression == InputCompression::Zstd
+        && (window.cycles.start.is_some()
+            || window.sim_cycles.start.is_some()
+            || window.insns.start.is_some())
+        && !repairs.renumber_retire
+        && repairs.close_open.is_none()
+        && !repairs.dedupe
+        && !repairs.stretch_zero
+        && repairs.strip_prefix.is_none()
+        && !repairs.compact
+}
+
+/// The index of a seekable input, if it has a sound one; a damaged one is reported (W2) and
+/// the input read from the start.
+fn open_index(
+    input: &Path,
+    bytes_read: &Arc<AtomicU64>,
+    diag: &mut Diagnostics,
+) -> Option<Indexed> {
+    let mut file = fs::File::open(input).ok()?;
+    match Index::open(&mut file) {
+        Ok(Some(index)) => Some((index, file, Arc::clone(bytes_read))),
+        Ok(None) => None,
+        Err(error) => {
+            diag.report(Rule::W2, 0, || {
+                format!("{error}: read from the start instead")
+            });
+            None
+        }
+    }
+}
+
+/// Cuts the window out of a seekable file, reading only the frames it needs: from the frame
+/// the index names for the window's first cycle and op id, until the window is complete.
+fn run_indexed<O: Write>(
+    index: &Index,
+    file: fs::File,
+    bytes_read: &AtomicU64,
+    out: WindowSink<O>,
+    options: &Options,
+    diag: &mut Diagnostics,
+    progress: &Progress,
+) -> Result<RunOutcome, Error> {
+    let window = options.window.clone();
+    let cycles = window.konata_cycles(index.start_cycle());
+    let start = index.start_for(cycles.start, window.insns.start);
+    let filter = match start.frame {
+        0 => WindowFilter::new(out, window, options.max_examples),
+        _ => WindowFilter::resume(
+            out,
+            window,
+            options.max_examples,
+            start.position,
+            start.next_id,
+        )?,
     };
-    Ok((finished.summary, lines_in, stats, Some(report)))
+    // The index is kanata-pp's and binds itself to the frames, whose checksums hold: the
+    // text is the one kanata-pp wrote, canonical.
+    let mut filter = filter.trusted();
+    let mut text = index.reader(file, start.frame);
+    let mut lines = start.position.line;
+    // Frames are decompressed on a thread of their own while the filter reads the last one.
+    let (frames, decompressed) = mpsc::sync_channel::<io::Result<Vec<u8>>>(2);
+    let (spent, spent_frames) = mpsc::channel::<Vec<u8>>();
+    std::thread::scope(|scope| {
+        scope.spawn(move || loop {
+            while let Ok(buffer) = spent_frames.try_recv() {
+                text.give_back(buffer);
+            }
+            let next = text.next_text();
+            bytes_read.store(text.bytes_read(), Ordering::Relaxed);
+            let last = !matches!(next, Ok(Some(_)));
+            // A send fails when the filter stopped reading: so does this thread.
+            let stopped = match next.transpose() {
+                Some(frame) => frames.send(frame).is_err(),
+                None => true,
+            };
+            if stopped || last {
+                break;
+            }
+        });
+        // Owned by the loop, so that leaving it early (the window complete, an error)
+        // drops the receiver and stops the thread.
+        for frame in decompressed {
+            let frame = frame.map_err(|err| Error::new(ErrorKind::Input, err.to_string()))?;
+            lines += memchr::memchr_iter(b'\n', &frame).count() as u64;
+            filter.push(&frame).map_err(|err| match err.kind() {
+                ErrorKind::Input => Error::new(
+                    ErrorKind::Input,
+                    format!(
+                        "{err} (read through the seekable index; --no-index reads from the start)"
+                    ),
+                ),
+                _ => err,
+            })?;
+            progress.update();
+            let _ = spent.send(frame);
+            if filter.is_done() {
+                break;
+            }
+        }
+        Ok::<(), Error>(())
+    })?;
+    finish_window(filter.finish()?, lines, true, diag)
 }
 
 /// Reads every line of `reader` into the normalizer for `format`.

@@ -377,6 +377,8 @@ impl Index {
             text: Vec::new(),
             pos: 0,
             decompressor: None,
+            bytes_read: 0,
+            spare: Vec::new(),
         }
     }
 
@@ -449,9 +451,46 @@ pub struct FrameReader {
     text: Vec<u8>,
     pos: usize,
     decompressor: Option<zstd::bulk::Decompressor<'static>>,
+    /// Compressed bytes of the frames read so far.
+    bytes_read: u64,
+    /// Buffers given back, for the next frames.
+    spare: Vec<Vec<u8>>,
 }
 
 impl FrameReader {
+    /// The text of the next frame (what is left of the current one first), as a buffer of
+    /// its own, for a reader that decompresses on one thread and reads on another; `None`
+    /// at the end of the text.
+    ///
+    /// # Errors
+    /// A damaged frame, as [`Read::read`] says.
+    pub fn next_text(&mut self) -> io::Result<Option<Vec<u8>>> {
+        if self.pos == self.text.len() && !self.next_frame()? {
+            return Ok(None);
+        }
+        let text = match self.pos {
+            0 => std::mem::replace(&mut self.text, self.spare.pop().unwrap_or_default()),
+            at => self.text[at..].to_vec(),
+        };
+        self.text.clear();
+        self.pos = 0;
+        Ok(Some(text))
+    }
+
+    /// Takes back a buffer [`next_text`](Self::next_text) gave, to decompress a later frame
+    /// into without allocating (and faulting in) a new one.
+    pub fn give_back(&mut self, mut buffer: Vec<u8>) {
+        if self.spare.len() < 4 {
+            buffer.clear();
+            self.spare.push(buffer);
+        }
+    }
+
+    /// Compressed bytes of the frames read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.bytes_read
+    }
+
     /// Reads and decompresses the next frame into `text`; false at the end.
     fn next_frame(&mut self) -> io::Result<bool> {
         let Some(span) = self.spans.get(self.next).copied() else {
@@ -467,6 +506,7 @@ impl FrameReader {
         };
         self.compressed.resize(span.compressed as usize, 0);
         self.file.seek(SeekFrom::Start(span.offset))?;
+        self.bytes_read += u64::from(span.compressed);
         self.file.read_exact(&mut self.compressed).map_err(|err| {
             if err.kind() == io::ErrorKind::UnexpectedEof {
                 damaged("the file ends inside it".into())

@@ -99,6 +99,13 @@ impl fmt::Display for RangeError {
 
 impl std::error::Error for RangeError {}
 
+impl RangeError {
+    /// An error that says `message`.
+    pub fn new(message: impl Into<String>) -> RangeError {
+        RangeError(message.into())
+    }
+}
+
 /// What `--cycles`, `--sim-cycles` and `--insns` accept, for messages and `--help`.
 pub const RANGE_SYNTAX: &str = "A..B, A.. or ..B: the half-open range [A, B); numbers may use \
      `_` between digits and a k, M or G suffix (thousands, millions, billions: 12M, 12.01M, \
@@ -168,6 +175,16 @@ fn parse_number(text: &str, signed: bool) -> Result<i128, RangeError> {
         value /= divisor;
     }
     Ok(if negative { -value } else { value })
+}
+
+/// Reads a non-negative number with `_` separators and a `k`/`M`/`G` suffix, as ranges
+/// do (`256k`, `1M`, `1_048_576`).
+///
+/// # Errors
+/// When `text` is not such a number, or does not fit in 64 bits.
+pub fn parse_count(text: &str) -> Result<u64, RangeError> {
+    let value = parse_number(text.trim(), false)?;
+    u64::try_from(value).map_err(|_| RangeError(format!("`{text}` is too large")))
 }
 
 /// Reads `A..B`, `A..` or `..B` into bounds of `i128`; `B <= A` is an error.
@@ -616,25 +633,29 @@ impl<W: Write> WindowFilter<W> {
 
     /// Writes the line `bytes` of a kept instruction at `cycle`, with its ids renumbered.
     fn emit(&mut self, line: u64, cycle: u64, bytes: &[u8]) -> io::Result<()> {
-        // The parser has checked the line: a command letter, a TAB and the id.
+        // The parser has read the line: a command letter, a TAB and the id.
+        let rest = &bytes[2..];
+        let id_end = memchr::memchr(b'\t', rest).unwrap_or(rest.len());
+        match self.output_id(parse_plain(&rest[..id_end])) {
+            Some(out_id) => self.emit_as(out_id, line, cycle, bytes),
+            None => Ok(()),
+        }
+    }
+
+    /// Writes the line `bytes` of the kept instruction whose output id is `out_id`.
+    fn emit_as(&mut self, out_id: u64, line: u64, cycle: u64, bytes: &[u8]) -> io::Result<()> {
         let command = bytes[0];
         let rest = &bytes[2..];
         let id_end = memchr::memchr(b'\t', rest).unwrap_or(rest.len());
-        let id = parse_plain(&rest[..id_end]);
-        let Some(out_id) = self.output_id(id) else {
-            return Ok(());
-        };
         let mut tail = &rest[id_end..];
-        self.line_buf.clear();
-        self.line_buf.push(command);
-        self.line_buf.push(b'\t');
-        self.line_buf
-            .extend_from_slice(itoa::Buffer::new().format(out_id).as_bytes());
+        let mut producer_id = itoa::Buffer::new();
+        let mut producer_text: &[u8] = b"";
         if command == b'W' {
             let fields = &tail[1..];
             let producer_end = memchr::memchr(b'\t', fields).unwrap_or(fields.len());
             let producer = parse_plain(&fields[..producer_end]);
             let Some(out_producer) = self.output_id(producer) else {
+                let id = parse_plain(&rest[..id_end]);
                 self.diag.report(Rule::W1, line, || {
                     format!(
                         "instruction {id} waits for instruction {producer}, which is not in \
@@ -643,28 +664,31 @@ impl<W: Write> WindowFilter<W> {
                 });
                 return Ok(());
             };
-            self.line_buf.push(b'\t');
-            self.line_buf
-                .extend_from_slice(itoa::Buffer::new().format(out_producer).as_bytes());
+            producer_text = producer_id.format(out_producer).as_bytes();
             tail = &fields[producer_end..];
         }
-        self.line_buf.extend_from_slice(tail);
         match command {
             b'I' => self.summary.instructions += 1,
-            b'R' => {
-                if tail.ends_with(b"\t1") {
-                    self.summary.flushed += 1;
-                } else {
-                    self.summary.retired += 1;
-                }
-            }
+            b'R' if tail.ends_with(b"\t1") => self.summary.flushed += 1,
+            b'R' => self.summary.retired += 1,
             _ => {}
         }
         self.advance_to(cycle)?;
-        let text = std::mem::take(&mut self.line_buf);
-        let written = self.emit_raw(&text);
-        self.line_buf = text;
-        written
+        let mut id = itoa::Buffer::new();
+        let id = id.format(out_id).as_bytes();
+        self.out.write_all(&bytes[..2])?;
+        self.out.write_all(id)?;
+        let mut length = 2 + id.len() + tail.len() + 1;
+        if !producer_text.is_empty() {
+            self.out.write_all(b"\t")?;
+            self.out.write_all(producer_text)?;
+            length += 1 + producer_text.len();
+        }
+        self.out.write_all(tail)?;
+        self.out.write_all(b"\n")?;
+        self.summary.lines += 1;
+        self.summary.text_bytes += length as u64;
+        Ok(())
     }
 
     /// The output id of input instruction `id`, if it is kept.
@@ -778,7 +802,7 @@ impl<W: Write> WindowFilter<W> {
                         let out = self.kept.kept;
                         self.kept.mark(id);
                         self.live.insert(id, Live::Kept(out));
-                        self.emit(line, cycle, bytes)?;
+                        self.emit_as(out, line, cycle, bytes)?;
                     } else {
                         let mut lines = self.spare.pop().unwrap_or_default();
                         lines.push(line, cycle, bytes);
@@ -796,8 +820,8 @@ impl<W: Write> WindowFilter<W> {
             }
             Skim::Retire(id) => {
                 match self.live.get(&id) {
-                    Some(Live::Kept(_)) => {
-                        self.emit(line, cycle, bytes)?;
+                    Some(&Live::Kept(out)) => {
+                        self.emit_as(out, line, cycle, bytes)?;
                         self.live.remove(&id);
                     }
                     // Ended before the window's first cycle.
@@ -821,7 +845,7 @@ impl<W: Write> WindowFilter<W> {
     /// A line of instruction `id`: written, held back or skipped as the instruction is.
     fn instruction_line(&mut self, id: u64, line: u64, cycle: u64, bytes: &[u8]) -> io::Result<()> {
         match self.live.get_mut(&id) {
-            Some(Live::Kept(_)) => self.emit(line, cycle, bytes),
+            Some(&mut Live::Kept(out)) => self.emit_as(out, line, cycle, bytes),
             Some(Live::Pending(lines)) => {
                 lines.push(line, cycle, bytes);
                 Ok(())
