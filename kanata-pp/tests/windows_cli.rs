@@ -287,7 +287,7 @@ fn report_json_with_a_window_has_the_window_object() {
     let window = file["window"].as_object().expect("a window object");
     assert_eq!(
         window.keys().collect::<Vec<_>>(),
-        ["instructions_read", "stopped_early", "indexed"]
+        ["indexed", "instructions_read", "stopped_early"]
     );
     // A plain input has no index to read through.
     assert_eq!(window["indexed"], false);
