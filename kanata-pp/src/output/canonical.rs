@@ -233,9 +233,12 @@ impl LineParser {
     }
 
     /// A parser that continues a file after the lines `at` describes: the next line is line
-    /// `at.line + 1` at cycle `at.cycle` (`at.line` must be 2 or more: the header and the
-    /// `C=` line are behind).
+    /// `at.line + 1` at cycle `at.cycle`. At line 0 (the start of the file, the header still
+    /// to come) it is [`LineParser::new`].
     pub fn resume(at: Position) -> LineParser {
+        if at.line == 0 {
+            return LineParser::new();
+        }
         LineParser {
             line: at.line.max(2),
             cycle: at.cycle,
