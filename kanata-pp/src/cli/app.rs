@@ -87,6 +87,9 @@ pub fn run(cli: &Cli) -> Result<Outcome, Error> {
     };
     let compression = cli.compression().unwrap_or_default();
     crate::convert::check_level(compression, cli.level)?;
+    if out_dir.is_some() {
+        crate::convert::check_seekable(compression, options.seekable)?;
+    }
     let jobs: Vec<Job> = batch::plan(&cli.inputs, out_dir, compression)?;
     if let Some(dir) = out_dir {
         std::fs::create_dir_all(dir).map_err(|err| {

@@ -163,8 +163,8 @@ pub struct Cli {
     #[arg(long)]
     pub no_seekable: bool,
 
-    /// With --seekable: the text each frame holds at least (default 256k); larger frames
-    /// compress a little better, smaller ones make a window cheaper to reach.
+    /// With --seekable: the text each frame holds at least (default 1M); smaller frames make
+    /// a window cheaper to reach, and the index larger.
     #[arg(long, value_name = "BYTES", value_parser = parse_frame_size, requires = "seekable")]
     pub frame_size: Option<usize>,
 
@@ -361,6 +361,12 @@ impl Cli {
         };
         options.window = self.window();
         options.seekable = self.seekable && !self.no_seekable;
+        if self.frame_size.is_some() && !options.seekable {
+            return Err(crate::Error::new(
+                crate::ErrorKind::Usage,
+                "--frame-size sets the frames of --seekable output: give --seekable too",
+            ));
+        }
         options.frame_size = self.frame_size;
         options.use_index = !self.no_index;
         Ok(options)

@@ -163,6 +163,18 @@ pub fn check_level(compression: Compression, level: Option<i32>) -> Result<(), E
         .map_err(|err| Error::new(ErrorKind::Usage, err.to_string()))
 }
 
+/// Checks that `--seekable` comes with zstd output, before any work: the seekable format is
+/// zstd's.
+pub fn check_seekable(compression: Compression, seekable: bool) -> Result<(), Error> {
+    if seekable && compression != Compression::Zstd {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "--seekable needs zstd output (a .zst output or --compress zstd)",
+        ));
+    }
+    Ok(())
+}
+
 /// The output compression: the option, else the output's extension; an extension that
 /// contradicts the option is a usage error, because Konata opens files by extension.
 fn output_compression(options: &Options) -> Result<Compression, Error> {
@@ -235,14 +247,8 @@ fn convert_inner(
     let started = Instant::now();
     let compression = output_compression(options)?;
     check_level(compression, options.level)?;
-    if options.seekable
-        && compression != Compression::Zstd
-        && options.destination != Destination::Check
-    {
-        return Err(Error::new(
-            ErrorKind::Usage,
-            "--seekable needs zstd output (a .zst output or --compress zstd)",
-        ));
+    if options.destination != Destination::Check {
+        check_seekable(compression, options.seekable)?;
     }
     let mut builder = WriterBuilder::new();
     builder.compression(compression);
