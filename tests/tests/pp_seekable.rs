@@ -702,7 +702,7 @@ impl Layout {
             0x184D_2A5E,
             "the seek table's skippable frame"
         );
-        let index_len = 8 + 76 + 28 * n;
+        let index_len = 8 + 76 + 32 * n;
         let index = table - index_len;
         assert_eq!(
             le32(file, index),
@@ -926,14 +926,14 @@ fn a_damaged_index_is_reported_and_the_file_read_from_the_start() {
     // Every field of the index: the skippable frame's magic (still skippable: 0x5B -> 0x5A),
     // the tag, the version, the entry size, the frame count, the sizes' CRC, the totals,
     // the start cycle, lines, last cycle, instructions, entries (line, cycle, next_id,
-    // oldest live frame), the checksum.
+    // oldest live frame, frame checksum), the checksum.
     let n = damage.layout.frames.len();
     let mut offsets = vec![0, 8, 16, 20, 24, 28, 32, 48, 64];
-    for (frame, field) in [(1, 0), (n / 2, 8), (n / 2, 16), (n - 1, 24)] {
-        offsets.push(80 + 28 * frame + field);
+    for (frame, field) in [(1, 0), (n / 2, 8), (n / 2, 16), (n - 1, 24), (n / 2, 28)] {
+        offsets.push(80 + 32 * frame + field);
     }
-    offsets.push(80 + 28 * n);
-    offsets.push(80 + 28 * n + 3);
+    offsets.push(80 + 32 * n);
+    offsets.push(80 + 32 * n + 3);
     for at in offsets {
         let mut bytes = damage.bytes.clone();
         bytes[index.start + at] ^= 0x01;

@@ -19,7 +19,7 @@ use crate::error::{Error, ErrorKind};
 use crate::gem5::Gem5Options;
 use crate::input::detect::{self, Format};
 use crate::input::progress::Progress;
-use crate::input::seekable::Index;
+use crate::input::seekable::{Index, Start};
 use crate::input::{self, InputCompression, Lines};
 use crate::kanata::normalize::{KanataNormalizer, Repairs};
 use crate::kanata::read::Sharing;
@@ -332,7 +332,7 @@ fn convert_inner(
     // On any error `temp` is dropped, which deletes it: no partial output, and an existing
     // file at the output path stays as it was.
     let indexed = match may_use_index(input, format, input_compression, options) {
-        true => open_index(input, &raw_read, &mut diag),
+        true => open_index(input, options, &raw_read, &mut diag),
         false => None,
     };
     if indexed.is_some() {
@@ -727,11 +727,21 @@ fn may_use_index(
 /// the input read from the start.
 fn open_index(
     input: &Path,
+    options: &Options,
     bytes_read: &Arc<AtomicU64>,
     diag: &mut Diagnostics,
 ) -> Option<Indexed> {
     let mut file = fs::File::open(input).ok()?;
-    match Index::open(&mut file) {
+    let checked = Index::open(&mut file).and_then(|index| match index {
+        Some(index) => {
+            // The frames up to the window's start frame must be the ones the index describes.
+            let start = window_start(&index, &options.window);
+            index.check_frames(&mut file, start.frame)?;
+            Ok(Some(index))
+        }
+        None => Ok(None),
+    });
+    match checked {
         Ok(Some(index)) => Some((index, file, Arc::clone(bytes_read))),
         Ok(None) => None,
         Err(error) => {
@@ -741,6 +751,12 @@ fn open_index(
             None
         }
     }
+}
+
+/// The frame of a seekable file a window is read from.
+fn window_start(index: &Index, window: &Window) -> Start {
+    let cycles = window.konata_cycles(index.start_cycle());
+    index.start_for(cycles.start, window.insns.start)
 }
 
 /// Cuts the window out of a seekable file, reading only the frames it needs: from the frame
@@ -755,8 +771,7 @@ fn run_indexed<O: Write>(
     progress: &Progress,
 ) -> Result<RunOutcome, Error> {
     let window = options.window.clone();
-    let cycles = window.konata_cycles(index.start_cycle());
-    let start = index.start_for(cycles.start, window.insns.start);
+    let start = window_start(index, &window);
     let filter = match start.frame {
         0 => WindowFilter::new(out, window, options.max_examples),
         _ => WindowFilter::resume(

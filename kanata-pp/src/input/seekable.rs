@@ -108,6 +108,8 @@ struct Span {
     compressed: u32,
     /// Decompressed size.
     decompressed: u32,
+    /// The frame's content checksum as the index gives it.
+    checksum: u32,
 }
 
 /// The index of a seekable, indexed `.kanata.zst`, read and checked (see the [module](self)
@@ -256,6 +258,7 @@ impl Index {
                 offset,
                 compressed: compressed as u32,
                 decompressed: decompressed as u32,
+                checksum: 0,
             });
         }
         let sizes_crc = format::sizes_crc(spans.iter().map(|s| (s.compressed, s.decompressed)));
@@ -276,14 +279,44 @@ impl Index {
                 cycle: le64(body, at + 8),
                 next_id: le64(body, at + 16),
                 oldest_live: le32(body, at + 24),
+                checksum: le32(body, at + 28),
             });
         }
         check_entries(&header, &entries, &spans)?;
+        for (span, entry) in spans.iter_mut().zip(&entries) {
+            span.checksum = entry.checksum;
+        }
         Ok(Index {
             header,
             entries,
             spans: spans.into(),
         })
+    }
+
+    /// Checks that frames `0..=last` of `file` are the frames the index describes: each
+    /// frame's content checksum (its last 4 bytes) against the index's. The index's entry of a
+    /// frame says what every frame before it holds, so a reader that starts at frame `last`
+    /// checks them all first; [`Index::reader`] checks each frame it reads. This reads 4 bytes
+    /// a frame.
+    ///
+    /// # Errors
+    /// An [`IndexError`] for a frame that is not the one the index describes (the index was
+    /// written for another text with frames of the same sizes), or that cannot be read.
+    pub fn check_frames(&self, file: &mut File, last: u32) -> Result<(), IndexError> {
+        let mut tail = [0u8; 4];
+        for (frame, span) in self.spans.iter().enumerate().take(last as usize + 1) {
+            let at = span.offset + u64::from(span.compressed).saturating_sub(4);
+            file.seek(SeekFrom::Start(at))
+                .and_then(|_| file.read_exact(&mut tail))
+                .map_err(|err| io_error("frames", err))?;
+            if u32::from_le_bytes(tail) != span.checksum {
+                return Err(IndexError::new(format!(
+                    "frame {frame} is not the one the index describes (the index was written \
+                     for another text)"
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// The file's `C=` start cycle.
@@ -406,7 +439,11 @@ fn check_entries(
         )))
     };
     if let Some(first) = entries.first() {
-        if *first != Entry::default() {
+        let start = Entry {
+            checksum: first.checksum,
+            ..Entry::default()
+        };
+        if *first != start {
             return bad("frame 0 does not start at the start of the text".into());
         }
     }
@@ -520,6 +557,11 @@ impl FrameReader {
         }
         if self.compressed[4] & 0x04 == 0 {
             return Err(damaged("it has no checksum".into()));
+        }
+        if le32(&self.compressed, self.compressed.len() - 4) != span.checksum {
+            return Err(damaged(
+                "its checksum is not the one the index gives (an index of another text?)".into(),
+            ));
         }
         let decompressor = match &mut self.decompressor {
             Some(d) => d,

@@ -58,11 +58,11 @@ pub(crate) mod format {
     /// The first bytes of the index's content.
     pub(crate) const TAG: &[u8; 8] = b"KANATAIX";
     /// The version of the layout.
-    pub(crate) const VERSION: u32 = 1;
+    pub(crate) const VERSION: u32 = 2;
     /// The bytes of the fixed part, before the entries.
     pub(crate) const HEADER_LEN: usize = 72;
     /// The bytes of one frame's entry.
-    pub(crate) const ENTRY_LEN: usize = 28;
+    pub(crate) const ENTRY_LEN: usize = 32;
     /// The bytes of the index's own checksum, at its end.
     pub(crate) const CRC_LEN: usize = 4;
     /// zstd's skippable frame header: magic and size.
@@ -98,6 +98,9 @@ pub(crate) mod format {
         /// The frame holding the `I` of the oldest instruction begun before this frame and
         /// still live at its start; this frame when there is none.
         pub(crate) oldest_live: u32,
+        /// The frame's zstd content checksum (its last 4 bytes: the low 32 bits of the
+        /// XXH64 of its text), which ties the entry to the text it describes.
+        pub(crate) checksum: u32,
     }
 
     /// The fixed part of the index.
@@ -135,6 +138,7 @@ pub(crate) mod format {
             out.extend_from_slice(&entry.cycle.to_le_bytes());
             out.extend_from_slice(&entry.next_id.to_le_bytes());
             out.extend_from_slice(&entry.oldest_live.to_le_bytes());
+            out.extend_from_slice(&entry.checksum.to_le_bytes());
         }
         let crc = crc32(&out[SKIPPABLE_HEADER_LEN..]);
         out.extend_from_slice(&crc.to_le_bytes());
@@ -198,6 +202,8 @@ impl Scan {
             cycle: self.parser.cycle(),
             next_id: self.next_id,
             oldest_live,
+            // Known once the frame is compressed.
+            checksum: 0,
         });
     }
 
@@ -494,6 +500,14 @@ impl<W: Write> SeekableWriter<W> {
         let (compressed, text) = done?;
         self.in_flight -= 1;
         self.inner.write_all(&compressed)?;
+        // Frames come back in order: this one is the first without its checksum.
+        let frame = self.seek_table.num_frames() as usize;
+        if let (Some(entry), Some(tail)) = (
+            self.scan.entries.get_mut(frame),
+            compressed.len().checked_sub(4),
+        ) {
+            entry.checksum = u32::from_le_bytes(compressed[tail..].try_into().expect("4 bytes"));
+        }
         self.seek_table
             .log_frame(compressed.len() as u32, text.len() as u32)
             .map_err(io::Error::other)?;

@@ -326,7 +326,7 @@ fn plain_zstd_and_plain_text_have_no_index() {
 fn index_range(file: &[u8]) -> (usize, usize) {
     let frames = u32::from_le_bytes(file[file.len() - 9..file.len() - 5].try_into().unwrap());
     let end = file.len() - (frames as usize * 8 + 17);
-    let start = end - (8 + 76 + 28 * frames as usize);
+    let start = end - (8 + 76 + 32 * frames as usize);
     assert_eq!(&file[start..start + 4], &0x184D_2A5Bu32.to_le_bytes());
     (start, end)
 }
