@@ -1,7 +1,7 @@
 //! The one reader of canonical Kanata: the form `kanata-writer` writes and kanata-pp converts
-//! every log into (`docs/canonical-form.md`). Windows, the seekable index, rendering,
-//! analysis and the Python bindings read canonical text through this module, never through a
-//! parser of their own.
+//! every log into (`docs/canonical-form.md`). Statistics (`--stats`), windows, the seekable
+//! index, rendering, analysis and the Python bindings read canonical text through this module,
+//! never through a parser of their own.
 //!
 //! It has two levels:
 //!
@@ -201,6 +201,61 @@ pub enum Skim {
     },
 }
 
+/// What [`LineParser::skim_stages`] reads of a line: what [`Skim`] reads, and also the lane
+/// and stage name of an `S` or `E` and the type of an `R` (what stage residencies and
+/// retirement counts need). Names borrow the line.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StageSkim<'a> {
+    /// The header line.
+    Header,
+    /// The `C=` line, with the start cycle.
+    Start(i64),
+    /// A `C` step (the parser's cycle has moved).
+    Step,
+    /// An `I`.
+    Insn {
+        /// The file id.
+        id: u64,
+        /// The thread id.
+        thread: i64,
+    },
+    /// An `L` of instruction `id` (its type and text are not read).
+    Label(u64),
+    /// An `S`.
+    StageStart {
+        /// The file id.
+        id: u64,
+        /// The lane: a plain decimal.
+        lane: u64,
+        /// The stage name as written, up to the next TAB: never empty, not checked
+        /// otherwise (it may not be UTF-8).
+        name: &'a [u8],
+    },
+    /// An `E`.
+    StageEnd {
+        /// The file id.
+        id: u64,
+        /// The lane.
+        lane: u64,
+        /// The stage name as written, as in [`StageStart`](Self::StageStart).
+        name: &'a [u8],
+    },
+    /// An `R`.
+    Retire {
+        /// The file id.
+        id: u64,
+        /// Type 1: flushed. Any other type counts as retired, as in Konata.
+        flushed: bool,
+    },
+    /// A `W`.
+    Dep {
+        /// The instruction that waits.
+        consumer: u64,
+        /// The one it waits for.
+        producer: u64,
+    },
+}
+
 /// Parses canonical text one line at a time, for text that is pushed rather than read (the
 /// output of a conversion on its way to the file). [`CanonicalReader`] is this plus a
 /// `BufRead`; both check the same rules (see the [module](self) docs).
@@ -350,13 +405,7 @@ impl LineParser {
         let mut number = || fields.next().and_then(parse_u64).ok_or_else(bad);
         Ok(match command {
             b'C' => {
-                let step = number()?;
-                let start = self.start.unwrap_or(0);
-                self.cycle = self
-                    .cycle
-                    .checked_add(step)
-                    .filter(|&c| i64::try_from(c).is_ok_and(|c| start.checked_add(c).is_some()))
-                    .ok_or_else(bad)?;
+                self.advance(number()?).ok_or_else(bad)?;
                 Skim::Step
             }
             b'I' => {
@@ -373,6 +422,125 @@ impl LineParser {
             },
             _ => return Err(bad()),
         })
+    }
+
+    /// Reads the next line of trusted canonical text as [`skim`](Self::skim) does, and also
+    /// what stage residencies and retirement counts need: the lane and stage name of an `S`
+    /// or `E` (the name up to the next TAB, not empty) and whether an `R` is a flush (its
+    /// type, up to the next TAB, is `1`; an empty type is an error). Each field it reads is
+    /// read in one pass; the statistics ([`StatsSink`](crate::output::stats::StatsSink))
+    /// read the writer's output through it. Like `skim` it never panics: a line whose
+    /// command, ids, lane, name or type cannot be read is an error, which leaves the
+    /// parser's cycle as it was; anything else wrong goes unnoticed.
+    ///
+    /// ```
+    /// use kanata_pp::output::canonical::{LineParser, StageSkim};
+    ///
+    /// let mut parser = LineParser::new();
+    /// assert_eq!(parser.skim_stages(b"Kanata\t0004")?, StageSkim::Header);
+    /// assert_eq!(parser.skim_stages(b"C=\t10")?, StageSkim::Start(10));
+    /// assert_eq!(parser.skim_stages(b"I\t0\t77\t1")?, StageSkim::Insn { id: 0, thread: 1 });
+    /// assert_eq!(
+    ///     parser.skim_stages(b"S\t0\t1\tMem miss")?,
+    ///     StageSkim::StageStart { id: 0, lane: 1, name: b"Mem miss" }
+    /// );
+    /// assert_eq!(parser.skim_stages(b"C\t2")?, StageSkim::Step);
+    /// assert_eq!(
+    ///     parser.skim_stages(b"E\t0\t1\tMem miss")?,
+    ///     StageSkim::StageEnd { id: 0, lane: 1, name: b"Mem miss" }
+    /// );
+    /// assert_eq!(parser.skim_stages(b"L\t0\t2\thit")?, StageSkim::Label(0));
+    /// assert_eq!(
+    ///     parser.skim_stages(b"R\t0\t0\t1")?,
+    ///     StageSkim::Retire { id: 0, flushed: true }
+    /// );
+    /// assert_eq!(parser.cycle(), 2);
+    /// assert!(parser.skim_stages(b"S\t0\t01\tF").is_err()); // not a plain lane
+    /// assert!(parser.skim_stages(b"S\t0\t0\t").is_err()); // no name
+    /// # Ok::<(), kanata_pp::error::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// [`ErrorKind::Input`] for a line whose command, ids, lane, stage name or `R` type
+    /// cannot be read.
+    #[inline]
+    pub fn skim_stages<'a>(&mut self, bytes: &'a [u8]) -> Result<StageSkim<'a>, Error> {
+        if self.line < 2 {
+            return self.skim_stages_head(bytes);
+        }
+        self.line += 1;
+        // One pass over each field: the numbers are read up to their TAB.
+        let skimmed = match bytes {
+            [command @ (b'S' | b'E'), b'\t', rest @ ..] => (|| {
+                let (id, rest) = leading_u64(rest)?;
+                let (lane, rest) = leading_u64(rest?)?;
+                let name = up_to_tab(rest?);
+                if name.is_empty() {
+                    return None;
+                }
+                Some(if *command == b'S' {
+                    StageSkim::StageStart { id, lane, name }
+                } else {
+                    StageSkim::StageEnd { id, lane, name }
+                })
+            })(),
+            [b'C', b'\t', rest @ ..] => leading_u64(rest)
+                .and_then(|(step, _)| self.advance(step))
+                .map(|()| StageSkim::Step),
+            [b'I', b'\t', rest @ ..] => (|| {
+                let (id, rest) = leading_u64(rest)?;
+                let (_sim_id, thread) = split_tab(rest?);
+                let thread = parse_i64(thread?)?;
+                Some(StageSkim::Insn { id, thread })
+            })(),
+            [b'L', b'\t', rest @ ..] => leading_u64(rest).map(|(id, _)| StageSkim::Label(id)),
+            [b'R', b'\t', rest @ ..] => (|| {
+                let (id, rest) = leading_u64(rest)?;
+                let (_retire_id, kind) = split_tab(rest?);
+                let kind = up_to_tab(kind?);
+                if kind.is_empty() {
+                    return None;
+                }
+                Some(StageSkim::Retire {
+                    id,
+                    flushed: kind == b"1",
+                })
+            })(),
+            [b'W', b'\t', rest @ ..] => (|| {
+                let (consumer, rest) = leading_u64(rest)?;
+                let (producer, _) = leading_u64(rest?)?;
+                Some(StageSkim::Dep { consumer, producer })
+            })(),
+            _ => None,
+        };
+        skimmed.ok_or_else(|| self.unreadable(bytes))
+    }
+
+    /// [`skim_stages`](Self::skim_stages) of the header and the `C=` line.
+    #[cold]
+    fn skim_stages_head<'a>(&mut self, bytes: &'a [u8]) -> Result<StageSkim<'a>, Error> {
+        Ok(match self.line(bytes)? {
+            Some(event) => StageSkim::Start(event.sim_cycle),
+            None => StageSkim::Header,
+        })
+    }
+
+    /// The error for the latest line, whose command or ids cannot be read.
+    #[cold]
+    fn unreadable(&self, bytes: &[u8]) -> Error {
+        not_canonical(self.line, format!("cannot read `{}`", quote(bytes)))
+    }
+
+    /// Moves the cycle `step` cycles on; `None`, the cycle unchanged, if the simulator's
+    /// cycle would go past `i64::MAX`.
+    #[inline]
+    fn advance(&mut self, step: u64) -> Option<()> {
+        let start = self.start.unwrap_or(0);
+        self.cycle = self
+            .cycle
+            .checked_add(step)
+            .filter(|&c| i64::try_from(c).is_ok_and(|c| start.checked_add(c).is_some()))?;
+        Some(())
     }
 
     /// Checks that the text did not end before its `C=` line.
@@ -574,6 +742,49 @@ fn bad_number(line: u64, what: &str, command: &str, field: &[u8]) -> Error {
             quote(field)
         ),
     )
+}
+
+/// `field` up to its first TAB (a skimmed field may run to the end of the line). Skimmed
+/// fields are short: a loop beats a call of `memchr`.
+#[inline]
+fn up_to_tab(field: &[u8]) -> &[u8] {
+    match field.iter().position(|&b| b == b'\t') {
+        Some(tab) => &field[..tab],
+        None => field,
+    }
+}
+
+/// The field at the start of `s` up to its TAB, and what follows the TAB (`None` without
+/// one).
+#[inline]
+fn split_tab(s: &[u8]) -> (&[u8], Option<&[u8]>) {
+    match s.iter().position(|&b| b == b'\t') {
+        Some(tab) => (&s[..tab], Some(&s[tab + 1..])),
+        None => (s, None),
+    }
+}
+
+/// The plain decimal (as [`parse_u64`] reads it) that starts `s` and ends at a TAB or at the
+/// end of `s`, and what follows the TAB (`None` without one): one pass, for skimming.
+#[inline]
+fn leading_u64(s: &[u8]) -> Option<(u64, Option<&[u8]>)> {
+    let (&first, rest) = s.split_first()?;
+    let mut value = u64::from(first.wrapping_sub(b'0'));
+    if value > 9 {
+        return None;
+    }
+    for (at, &b) in rest.iter().enumerate() {
+        if b == b'\t' {
+            return Some((value, Some(&rest[at + 1..])));
+        }
+        let digit = b.wrapping_sub(b'0');
+        // No digit after a leading 0.
+        if digit > 9 || value == 0 {
+            return None;
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+    }
+    Some((value, None))
 }
 
 /// A plain non-negative decimal: `0` or a non-zero digit and digits, within u64.
@@ -1747,6 +1958,261 @@ mod tests {
                 }
             }));
             let _ = read_all(&bytes);
+        }
+    }
+
+    /// What [`LineParser::skim_stages`] must give for a line that [`LineParser::line`] reads
+    /// as `event` (`None`: the header).
+    fn stage_skim_of<'a>(event: Option<Event<'a>>) -> StageSkim<'a> {
+        let Some(event) = event else {
+            return StageSkim::Header;
+        };
+        match event.command {
+            Command::Start(start) => StageSkim::Start(start),
+            Command::Step(_) => StageSkim::Step,
+            Command::Insn { id, thread, .. } => StageSkim::Insn { id, thread },
+            Command::Label { id, .. } => StageSkim::Label(id),
+            Command::StageStart { id, lane, name } => StageSkim::StageStart {
+                id,
+                lane,
+                name: name.as_bytes(),
+            },
+            Command::StageEnd { id, lane, name } => StageSkim::StageEnd {
+                id,
+                lane,
+                name: name.as_bytes(),
+            },
+            Command::Retire { id, flushed, .. } => StageSkim::Retire { id, flushed },
+            Command::Dep {
+                consumer, producer, ..
+            } => StageSkim::Dep { consumer, producer },
+        }
+    }
+
+    /// What [`LineParser::skim`] must give for a line that `skim_stages` reads as `skim`.
+    fn skim_of(skim: StageSkim<'_>) -> Skim {
+        match skim {
+            StageSkim::Header => Skim::Header,
+            StageSkim::Start(start) => Skim::Start(start),
+            StageSkim::Step => Skim::Step,
+            StageSkim::Insn { id, thread } => Skim::Insn { id, thread },
+            StageSkim::Label(id)
+            | StageSkim::StageStart { id, .. }
+            | StageSkim::StageEnd { id, .. } => Skim::Of(id),
+            StageSkim::Retire { id, .. } => Skim::Retire(id),
+            StageSkim::Dep { consumer, producer } => Skim::Dep { consumer, producer },
+        }
+    }
+
+    /// Reads every line of `bytes` three ways, from the same state: checked (`line`),
+    /// `skim_stages` and `skim`. A line `line` reads, `skim_stages` reads the same; a line
+    /// `skim_stages` reads, `skim` reads the same ids; all three keep the same time. A line
+    /// a skim cannot read leaves the cycle as it was. Returns the lines `skim_stages` read.
+    fn skim_three_ways(bytes: &[u8]) -> usize {
+        let mut parser = LineParser::new();
+        let mut read = 0;
+        for line in bytes.split(|&b| b == b'\n') {
+            let (mut checked, mut skimmed) = (parser.clone(), parser.clone());
+            let before = parser.cycle();
+            let stages = parser.skim_stages(line);
+            let skim = skimmed.skim(line);
+            match &stages {
+                Ok(stages) => {
+                    read += 1;
+                    assert_eq!(skim.as_ref().ok(), Some(&skim_of(*stages)), "{line:?}");
+                    assert_eq!(skimmed.position(), parser.position(), "{line:?}");
+                }
+                Err(error) => {
+                    assert_eq!(error.kind(), ErrorKind::Input);
+                    assert!(error.message().starts_with("not canonical Kanata: "));
+                    assert_eq!(error.line(), Some(parser.lines()), "{line:?}");
+                    assert_eq!(parser.cycle(), before, "{line:?}");
+                }
+            }
+            if skim.is_err() {
+                assert_eq!(skimmed.cycle(), before, "{line:?}");
+            }
+            if let Ok(event) = checked.line(line) {
+                let event_cycle = event.map(|e| e.cycle);
+                assert_eq!(
+                    stages.as_ref().ok(),
+                    Some(&stage_skim_of(event)),
+                    "{line:?}"
+                );
+                assert_eq!(checked.position(), parser.position(), "{line:?}");
+                if let Some(cycle) = event_cycle {
+                    assert_eq!(cycle, parser.cycle());
+                }
+            }
+        }
+        read
+    }
+
+    #[test]
+    fn canonical_skims_read_what_the_checked_reader_reads() {
+        let sample = include_bytes!("../../../samples/pipeline_sim.kanata");
+        let lines = sample.iter().filter(|&&b| b == b'\n').count();
+        // The empty piece after the last LF is not a line.
+        assert_eq!(skim_three_ways(&sample[..sample.len() - 1]), lines);
+        for seed in 0..200 {
+            for compact in [false, true] {
+                let text = random_trace(seed, Some(compact)).0;
+                let lines = text.iter().filter(|&&b| b == b'\n').count();
+                assert_eq!(skim_three_ways(&text[..text.len() - 1]), lines);
+            }
+        }
+    }
+
+    #[test]
+    fn canonical_skim_stages_fields() {
+        let mut parser = LineParser::resume(Position {
+            line: 2,
+            cycle: 5,
+            start_cycle: -3,
+        });
+        let mut skim = |line: &'static [u8]| parser.skim_stages(line).ok();
+        assert_eq!(
+            skim(b"S\t12\t3\tMem miss"),
+            Some(StageSkim::StageStart {
+                id: 12,
+                lane: 3,
+                name: b"Mem miss"
+            })
+        );
+        // The name ends at a TAB, as Konata reads it; it is not checked otherwise.
+        assert_eq!(
+            skim(b"E\t12\t0\tF\tmore"),
+            Some(StageSkim::StageEnd {
+                id: 12,
+                lane: 0,
+                name: b"F"
+            })
+        );
+        assert_eq!(
+            skim(b"S\t1\t0\t\xff x "),
+            Some(StageSkim::StageStart {
+                id: 1,
+                lane: 0,
+                name: b"\xff x "
+            })
+        );
+        assert_eq!(skim(b"S\t1\t0\t"), None);
+        assert_eq!(skim(b"S\t1\t0\t\tF"), None);
+        assert_eq!(skim(b"S\t1\t0"), None);
+        assert_eq!(skim(b"S\t1\t00\tF"), None);
+        assert_eq!(skim(b"S\t1\t-1\tF"), None);
+        assert_eq!(skim(b"S\t1\t18446744073709551616\tF"), None);
+        assert_eq!(skim(b"E\t\t0\tF"), None);
+        assert_eq!(
+            skim(b"R\t4\t9\t1"),
+            Some(StageSkim::Retire {
+                id: 4,
+                flushed: true
+            })
+        );
+        assert_eq!(
+            skim(b"R\t4\t9\t1\tx"),
+            Some(StageSkim::Retire {
+                id: 4,
+                flushed: true
+            })
+        );
+        // Any type other than 1 is a retirement, as in Konata.
+        for line in [&b"R\t4\t9\t0"[..], b"R\t4\t-2\t2", b"R\t4\t\t11"] {
+            assert_eq!(
+                parser.skim_stages(line).ok(),
+                Some(StageSkim::Retire {
+                    id: 4,
+                    flushed: false
+                })
+            );
+        }
+        for line in [&b"R\t4\t9\t"[..], b"R\t4\t9", b"R\t4", b"R\t-4\t0\t0"] {
+            assert!(parser.skim_stages(line).is_err(), "{line:?}");
+        }
+        assert_eq!(
+            parser.skim_stages(b"L\t7\t0\tanything\tat all").ok(),
+            Some(StageSkim::Label(7))
+        );
+        assert!(parser.skim_stages(b"L\tx\t0\ta").is_err());
+        assert_eq!(
+            parser.skim_stages(b"I\t3\tjunk\t-2").ok(),
+            Some(StageSkim::Insn { id: 3, thread: -2 })
+        );
+        assert_eq!(
+            parser.skim_stages(b"W\t3\t1\t0").ok(),
+            Some(StageSkim::Dep {
+                consumer: 3,
+                producer: 1
+            })
+        );
+        // The time: a step past the largest simulator cycle is an error and changes nothing.
+        assert_eq!(parser.skim_stages(b"C\t2").ok(), Some(StageSkim::Step));
+        assert_eq!(parser.cycle(), 7);
+        assert!(parser.skim_stages(b"C\t9223372036854775807").is_err());
+        assert!(parser.skim_stages(b"C\t-1").is_err());
+        assert_eq!(parser.cycle(), 7);
+        assert_eq!(parser.position().start_cycle, -3);
+        assert_eq!(parser.lines(), 2 + 26);
+        for line in [
+            &b""[..],
+            b"C",
+            b"C=\t1",
+            b"Kanata\t0004",
+            b"X\t1",
+            b"S1\t0\tF",
+        ] {
+            assert!(parser.skim_stages(line).is_err(), "{line:?}");
+        }
+        // The header and the `C=` line are read as `line` reads them.
+        let mut parser = LineParser::new();
+        assert_eq!(
+            parser.skim_stages(b"Kanata\t0004").ok(),
+            Some(StageSkim::Header)
+        );
+        assert_eq!(
+            parser.skim_stages(b"C=\t-9").ok(),
+            Some(StageSkim::Start(-9))
+        );
+        assert!(LineParser::new().skim_stages(b"I\t0\t0\t0").is_err());
+    }
+
+    #[test]
+    fn canonical_skims_never_panic() {
+        let sample = include_bytes!("../../../samples/pipeline_sim.kanata");
+        let mut rng = Rng(0x9abc_def0);
+        let special = [
+            b'\t', b'\n', b'\r', b'0', b'1', b'9', b'-', b'+', b' ', 0xFF, 0xC3, b'C', b'E', b'S',
+            b'R', b'=',
+        ];
+        for _ in 0..200 {
+            let mut bytes = sample[..20_000].to_vec();
+            for _ in 0..1 + rng.below(40) {
+                let at = rng.below(bytes.len() as u64) as usize;
+                match rng.below(3) {
+                    0 => bytes[at] = special[rng.below(special.len() as u64) as usize],
+                    1 => {
+                        bytes.remove(at);
+                    }
+                    _ => bytes.insert(at, rng.next() as u8),
+                }
+            }
+            skim_three_ways(&bytes);
+        }
+        for seed in 0..500 {
+            let mut rng = Rng(seed + 1);
+            let len = rng.below(200) as usize;
+            let mut bytes = b"Kanata\t0004\nC=\t0\n".to_vec();
+            bytes.extend((0..len).map(|_| {
+                let b = rng.next() as u8;
+                if b < 160 {
+                    special[usize::from(b) % special.len()]
+                } else {
+                    b
+                }
+            }));
+            skim_three_ways(&bytes);
+            skim_three_ways(&bytes[17..]);
         }
     }
 

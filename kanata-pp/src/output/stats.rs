@@ -1,7 +1,7 @@
 //! Trace statistics, computed on the fly from the canonical Kanata text as it is written.
 //!
 //! [`StatsSink`] sits between a writer of canonical Kanata text (kanata-writer, hence every
-//! conversion of kanata-pp) and the real output. It forwards every byte unchanged and parses
+//! conversion of kanata-pp) and the real output. It forwards every byte unchanged and reads
 //! the stream on the way, so the statistics cost one pass over text that is already in cache.
 //! When the stream ends, [`StatsSink::into_parts`] hands back the output and a [`TraceStats`]:
 //! instruction, retire and flush counts, cycles and IPC (overall and per thread), and the
@@ -35,13 +35,32 @@
 //! cycles are counted in a fixed array; longer ones in a map with one entry per distinct
 //! value. A line is buffered only while it is split across two writes.
 //!
+//! # Reading
+//!
+//! The sink reads the text through the one reader of canonical Kanata,
+//! [`LineParser::skim_stages`](crate::output::canonical::LineParser::skim_stages): the text is
+//! trusted (it is the writer's own output), so of each line only what the statistics need is
+//! read (the command, the ids, the thread, the lane and stage name, the type of an `R`) and
+//! the time is kept by the reader; the other fields are not checked (`--check` checks the
+//! input, and kanata-writer writes canonical text).
+//!
 //! # Robustness
 //!
-//! The parser is made for the canonical form but never panics: a line it does not
-//! understand, or a command that does not apply (an `S` for an instruction that is not live,
-//! an `E` for a stage that is not open, a second `I` for a live id, …) is skipped and counted
-//! in [`TraceStats::ignored_lines`]. Lines longer than 4096 bytes are skipped the same way,
-//! except `L` lines, which are never parsed.
+//! The sink never panics, whatever the bytes. [`TraceStats::ignored_lines`] counts the lines
+//! it skips, 0 for the writer's canonical output:
+//!
+//! - lines the reader cannot skim: an unknown command or an empty line, an id, lane, thread
+//!   or `C` step that is not a plain decimal (only a thread may have a `-`), a missing stage
+//!   name or `R` type, a step that takes the cycle past `i64::MAX`, a header or `C=` line
+//!   other than on lines 1 and 2;
+//! - commands that do not apply: an `S` or `R` for an instruction that is not live, an `E`
+//!   for a stage that is not open, a second `I` for a live id;
+//! - lines longer than 4096 bytes, except `L` lines (of which only the id is read).
+//!
+//! Text that does not start with the header and the `C=` line (a piece of a trace) is read
+//! as the body of a trace that starts at simulator cycle 0, from its first line that is not
+//! one of them (a `C=` line without the header before it is skipped). A CR before a line's
+//! LF is dropped with it.
 
 use std::collections::hash_map::Entry;
 use std::collections::{BTreeMap, HashMap};
@@ -51,7 +70,9 @@ use std::io::{self, Write};
 use bstr::ByteSlice;
 use serde::{Serialize, Serializer};
 
-/// The longest line that is parsed (label lines excepted: they are not parsed at all).
+use crate::output::canonical::{LineParser, Position, StageSkim};
+
+/// The longest line that is read (label lines excepted: only their start is read).
 const MAX_LINE: usize = 4096;
 
 /// Residencies below this many cycles are counted in an array, the others in a map.
@@ -150,7 +171,8 @@ fn value_at_rank(pairs: impl Iterator<Item = (u64, u64)>, rank: u64) -> Option<u
 pub struct TraceStats {
     /// Lines read (every line, including the header and ignored ones).
     pub lines: u64,
-    /// Lines not understood, or commands that did not apply; 0 for a canonical trace.
+    /// Lines that could not be read, or whose commands did not apply (see the
+    /// [module documentation](self)); 0 for a canonical trace.
     pub ignored_lines: u64,
     /// Instructions (`I` lines).
     pub instructions: u64,
@@ -504,9 +526,9 @@ impl<W: Write> Write for StatsSink<W> {
     }
 }
 
-// ----- the parser and its state -----
+// ----- the state -----
 
-/// File ids and short stage keys: a fast integer hash is what matters.
+/// File ids and stage names: a fast hash is what matters.
 type Fx = BuildHasherDefault<crate::kanata::ids::IdHasher>;
 
 /// A stage open in one lane of a live instruction.
@@ -514,7 +536,8 @@ type Fx = BuildHasherDefault<crate::kanata::ids::IdHasher>;
 struct Open {
     lane: u64,
     stage: u32,
-    start: i64,
+    /// Konata's cycle of its `S`.
+    start: u64,
 }
 
 /// A live instruction.
@@ -537,9 +560,11 @@ struct StageAcc {
 }
 
 impl StageAcc {
+    /// Counts a segment from cycle `start` to cycle `end` (`end >= start`: the reader's
+    /// cycle never goes back).
     #[inline]
-    fn record(&mut self, start: i64, end: i64) {
-        let residency = (i128::from(end) - i128::from(start)).clamp(0, i128::from(u64::MAX)) as u64;
+    fn record(&mut self, start: u64, end: u64) {
+        let residency = end.saturating_sub(start);
         self.segments += 1;
         self.total += u128::from(residency);
         self.max = self.max.max(residency);
@@ -590,33 +615,39 @@ impl StageAcc {
     }
 }
 
-/// The stages seen, interned by the raw `lane TAB name` bytes of their `S`/`E` lines.
+/// The stages of one lane by the raw bytes of their names (as the reader gives them).
+type LaneStages = HashMap<Box<[u8]>, u32, Fx>;
+
+/// The stages seen, interned per lane by the raw bytes of their names.
 #[derive(Debug, Default)]
 struct StageTable {
-    keys: HashMap<Box<[u8]>, u32, Fx>,
+    /// Per lane seen, in the order first seen.
+    lanes: Vec<(u64, LaneStages)>,
     by_name: BTreeMap<(u64, String), u32>,
     stages: Vec<StageAcc>,
 }
 
 impl StageTable {
-    /// The index of the stage `key` (`lane TAB name`), added if new; `None` if the lane is
-    /// not a plain decimal or the name is empty.
+    /// The index of stage `name` in `lane`, if it has been seen.
     #[inline]
-    fn intern(&mut self, key: &[u8]) -> Option<u32> {
-        if let Some(&index) = self.keys.get(key) {
-            return Some(index);
+    fn find(&self, lane: u64, name: &[u8]) -> Option<u32> {
+        let (_, names) = self.lanes.iter().find(|(l, _)| *l == lane)?;
+        names.get(name).copied()
+    }
+
+    /// The index of stage `name` in `lane`, added if new; `None` only when there are
+    /// `u32::MAX` stages already.
+    #[inline]
+    fn intern(&mut self, lane: u64, name: &[u8]) -> Option<u32> {
+        match self.find(lane, name) {
+            Some(index) => Some(index),
+            None => self.add(lane, name),
         }
-        self.add(key)
     }
 
     #[cold]
-    fn add(&mut self, key: &[u8]) -> Option<u32> {
-        let (lane, name) = parse_u64(key)?;
-        let name = name?;
-        if name.is_empty() || (key[0] == b'0' && key[1] != b'\t') {
-            return None;
-        }
-        let name = name.to_str_lossy().into_owned();
+    fn add(&mut self, lane: u64, raw: &[u8]) -> Option<u32> {
+        let name = raw.to_str_lossy().into_owned();
         // Different bytes can decode to the same name (invalid UTF-8): one stage.
         let next = u32::try_from(self.stages.len()).ok()?;
         let index = *self.by_name.entry((lane, name.clone())).or_insert(next);
@@ -631,7 +662,14 @@ impl StageTable {
                 sparse: BTreeMap::new(),
             });
         }
-        self.keys.insert(key.into(), index);
+        let at = match self.lanes.iter().position(|(l, _)| *l == lane) {
+            Some(at) => at,
+            None => {
+                self.lanes.push((lane, HashMap::default()));
+                self.lanes.len() - 1
+            }
+        };
+        self.lanes[at].1.insert(raw.into(), index);
         Some(index)
     }
 }
@@ -644,13 +682,11 @@ struct ThreadAcc {
     flushed: u64,
 }
 
-/// Everything the parser keeps.
+/// Everything the sink keeps.
 #[derive(Debug, Default)]
 struct State {
-    cycle: i64,
-    first_cycle: i64,
-    /// A command other than `C=` was seen (a later `C=` is not the start).
-    started: bool,
+    /// The reader of the canonical text: the time, and what each line says.
+    parser: LineParser,
     lines: u64,
     ignored: u64,
     instructions: u64,
@@ -666,56 +702,55 @@ struct State {
 }
 
 impl State {
-    /// Parses one line (without its line feed).
+    /// Reads one line (without its line feed).
     #[inline]
     fn line(&mut self, line: &[u8]) {
         self.lines += 1;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        let understood = if line.len() > MAX_LINE {
-            line.starts_with(b"L\t")
+        // A longer line may have been cut (`push_carry`); the reader needs only the start of
+        // an `L` line.
+        let understood = if line.len() > MAX_LINE && !line.starts_with(b"L\t") {
+            false
         } else {
-            match line {
-                [b'S', b'\t', rest @ ..] => self.start(rest),
-                [b'E', b'\t', rest @ ..] => self.end(rest),
-                [b'C', b'\t', rest @ ..] => self.advance(rest),
-                [b'I', b'\t', rest @ ..] => self.insn(rest),
-                [b'R', b'\t', rest @ ..] => self.retire(rest),
-                [b'L' | b'W', b'\t', ..] => Some(()),
-                [b'C', b'=', b'\t', rest @ ..] => self.start_cycle(rest),
-                _ if line.starts_with(b"Kanata") => Some(()),
-                _ => None,
-            }
-            .is_some()
+            self.apply(line).is_some()
         };
         if !understood {
             self.ignored += 1;
         }
     }
 
-    fn start_cycle(&mut self, rest: &[u8]) -> Option<()> {
-        let (cycle, _) = parse_i64(rest)?;
-        if !self.started {
-            self.first_cycle = cycle;
-            self.started = true;
+    /// Applies what `line` says; `None` if it cannot be read or does not apply.
+    #[inline]
+    fn apply(&mut self, line: &[u8]) -> Option<()> {
+        let skim = match self.parser.skim_stages(line) {
+            Ok(skim) => skim,
+            // Text that does not start with the header and the `C=` line is read as if they
+            // were there (`C=\t0`): this line is the first of the body.
+            Err(_) if self.parser.start_cycle().is_none() => {
+                self.parser = LineParser::resume(Position {
+                    line: 2,
+                    cycle: 0,
+                    start_cycle: 0,
+                });
+                self.parser.skim_stages(line).ok()?
+            }
+            Err(_) => return None,
+        };
+        match skim {
+            StageSkim::StageStart { id, lane, name } => self.start(id, lane, name),
+            StageSkim::StageEnd { id, lane, name } => self.end(id, lane, name),
+            StageSkim::Insn { id, thread } => self.insn(id, thread),
+            StageSkim::Retire { id, flushed } => self.retire(id, flushed),
+            StageSkim::Header
+            | StageSkim::Start(_)
+            | StageSkim::Step
+            | StageSkim::Label(_)
+            | StageSkim::Dep { .. } => Some(()),
         }
-        self.cycle = cycle;
-        Some(())
     }
 
     #[inline]
-    fn advance(&mut self, rest: &[u8]) -> Option<()> {
-        let (n, _) = parse_i64(rest)?;
-        self.started = true;
-        self.cycle = self.cycle.saturating_add(n);
-        Some(())
-    }
-
-    #[inline]
-    fn insn(&mut self, rest: &[u8]) -> Option<()> {
-        let (id, rest) = parse_u64(rest)?;
-        let (_sim_id, rest) = split_field(rest?);
-        let (thread, _) = parse_i64(rest?)?;
-        self.started = true;
+    fn insn(&mut self, id: u64, thread: i64) -> Option<()> {
         let index = match self.thread_index.entry(thread) {
             Entry::Occupied(entry) => *entry.get(),
             Entry::Vacant(entry) => {
@@ -741,17 +776,13 @@ impl State {
     }
 
     #[inline]
-    fn start(&mut self, rest: &[u8]) -> Option<()> {
-        let (id, key) = parse_u64(rest)?;
-        let key = stage_key(key?)?;
+    fn start(&mut self, id: u64, lane: u64, name: &[u8]) -> Option<()> {
         let live = self.live.get_mut(&id)?;
-        let stage = self.table.intern(key)?;
-        let stages = &mut self.table.stages;
-        let lane = stages[stage as usize].lane;
-        let now = self.cycle;
+        let stage = self.table.intern(lane, name)?;
+        let now = self.parser.cycle();
         match live.opens.iter_mut().find(|open| open.lane == lane) {
             Some(open) => {
-                stages[open.stage as usize].record(open.start, now);
+                self.table.stages[open.stage as usize].record(open.start, now);
                 open.stage = stage;
                 open.start = now;
             }
@@ -765,32 +796,25 @@ impl State {
     }
 
     #[inline]
-    fn end(&mut self, rest: &[u8]) -> Option<()> {
-        let (id, key) = parse_u64(rest)?;
-        let key = stage_key(key?)?;
+    fn end(&mut self, id: u64, lane: u64, name: &[u8]) -> Option<()> {
         let live = self.live.get_mut(&id)?;
-        let stage = *self.table.keys.get(key)?;
+        let stage = self.table.find(lane, name)?;
         let at = live.opens.iter().position(|open| open.stage == stage)?;
         let open = live.opens.swap_remove(at);
-        self.table.stages[stage as usize].record(open.start, self.cycle);
+        self.table.stages[stage as usize].record(open.start, self.parser.cycle());
         Some(())
     }
 
     #[inline]
-    fn retire(&mut self, rest: &[u8]) -> Option<()> {
-        let (id, rest) = parse_u64(rest)?;
-        let (_retire_id, rest) = split_field(rest?);
-        let (kind, _) = split_field(rest?);
-        if kind.is_empty() {
-            return None;
-        }
+    fn retire(&mut self, id: u64, flushed: bool) -> Option<()> {
         let mut live = self.live.remove(&id)?;
+        let now = self.parser.cycle();
         for open in live.opens.drain(..) {
-            self.table.stages[open.stage as usize].record(open.start, self.cycle);
+            self.table.stages[open.stage as usize].record(open.start, now);
         }
         self.pool.push(live.opens);
         let thread = &mut self.threads[live.thread as usize].1;
-        if kind == b"1" {
+        if flushed {
             self.flushed += 1;
             thread.flushed += 1;
         } else {
@@ -807,7 +831,9 @@ impl State {
                 open[o.stage as usize] += 1;
             }
         }
-        let cycles = self.cycle.saturating_sub(self.first_cycle);
+        let first_cycle = self.parser.start_cycle().unwrap_or(0);
+        // The reader keeps `first_cycle + cycles` within i64.
+        let cycles = i64::try_from(self.parser.cycle()).unwrap_or(i64::MAX);
         let per_cycle = |n: u64| {
             if cycles > 0 {
                 n as f64 / cycles as f64
@@ -828,8 +854,8 @@ impl State {
             } else {
                 0.0
             },
-            first_cycle: self.first_cycle,
-            last_cycle: self.cycle,
+            first_cycle,
+            last_cycle: first_cycle.saturating_add(cycles),
             cycles,
             ipc: per_cycle(self.retired),
             threads: self
@@ -853,64 +879,6 @@ impl State {
                 .map(|(acc, open)| ((acc.lane, acc.name.clone()), acc.stats(open)))
                 .collect(),
         }
-    }
-}
-
-/// The field up to the next TAB, and what follows that TAB (`None` without one).
-#[inline]
-fn split_field(s: &[u8]) -> (&[u8], Option<&[u8]>) {
-    match s.iter().position(|&b| b == b'\t') {
-        Some(at) => (&s[..at], Some(&s[at + 1..])),
-        None => (s, None),
-    }
-}
-
-/// A plain decimal up to the next TAB or the end, and what follows the TAB.
-#[inline]
-fn parse_u64(s: &[u8]) -> Option<(u64, Option<&[u8]>)> {
-    let mut value: u64 = 0;
-    let mut at = 0;
-    while let Some(&b) = s.get(at) {
-        if b == b'\t' {
-            break;
-        }
-        let digit = b.wrapping_sub(b'0');
-        if digit > 9 {
-            return None;
-        }
-        value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
-        at += 1;
-    }
-    if at == 0 {
-        return None;
-    }
-    Some((value, s.get(at + 1..)))
-}
-
-/// A decimal with an optional `-`, up to the next TAB or the end, and what follows the TAB.
-#[inline]
-fn parse_i64(s: &[u8]) -> Option<(i64, Option<&[u8]>)> {
-    match s.strip_prefix(b"-") {
-        Some(digits) => {
-            let (magnitude, rest) = parse_u64(digits)?;
-            let value = 0i64.checked_sub_unsigned(magnitude)?;
-            Some((value, rest))
-        }
-        None => {
-            let (value, rest) = parse_u64(s)?;
-            Some((i64::try_from(value).ok()?, rest))
-        }
-    }
-}
-
-/// The `lane TAB name` key of an `S`/`E` line (the part after the id), without any further
-/// field (Konata reads only the stage name).
-#[inline]
-fn stage_key(s: &[u8]) -> Option<&[u8]> {
-    let lane_end = s.iter().position(|&b| b == b'\t')?;
-    match s[lane_end + 1..].iter().position(|&b| b == b'\t') {
-        Some(name_end) => Some(&s[..lane_end + 1 + name_end]),
-        None => Some(s),
     }
 }
 
