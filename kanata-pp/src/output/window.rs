@@ -478,7 +478,6 @@ pub struct WindowFilter<W> {
     diag: Diagnostics,
     /// Instructions read (`I` lines).
     read: u64,
-    line_buf: Vec<u8>,
 }
 
 /// What [`WindowFilter::finish`] gives back.
@@ -555,7 +554,6 @@ impl<W: Write> WindowFilter<W> {
             summary: Summary::default(),
             diag: Diagnostics::new(max_examples, false),
             read: 0,
-            line_buf: Vec::with_capacity(256),
         }
     }
 
@@ -583,13 +581,7 @@ impl<W: Write> WindowFilter<W> {
         self.cycles = self.window.konata_cycles(start_cycle);
         self.summary.first_cycle = start_cycle;
         self.emit_raw(b"Kanata\t0004")?;
-        self.line_buf.clear();
-        self.line_buf.extend_from_slice(b"C=\t");
-        self.line_buf
-            .extend_from_slice(itoa::Buffer::new().format(start_cycle).as_bytes());
-        let line = std::mem::take(&mut self.line_buf);
-        self.emit_raw(&line)?;
-        self.line_buf = line;
+        self.emit_raw(format!("C=\t{start_cycle}").as_bytes())?;
         if self.cycles.end.is_some_and(|end| end == 0)
             || matches!((self.cycles.start, self.cycles.end), (Some(a), Some(b)) if b <= a)
             || matches!((self.window.insns.start, self.window.insns.end), (Some(a), Some(b)) if b <= a)
