@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use crate::cli::args::{Cli, ReportArg};
 use crate::cli::batch::{self, Job};
+use crate::cli::interrupt::stop_if_interrupted;
 use crate::cli::report::{file_json, SummaryReport};
 use crate::convert::{convert, Destination, Report};
 use crate::error::{Error, ErrorKind};
@@ -69,6 +70,8 @@ pub fn run(cli: &Cli) -> Result<Outcome, Error> {
     if !batch {
         let input = &cli.inputs[0];
         let result = convert(input, &options);
+        // No report of an interrupted run: the signal's line is all it prints.
+        stop_if_interrupted();
         if json {
             print_json(std::slice::from_ref(input), std::slice::from_ref(&result));
         } else if let Ok(report) = &result {
@@ -105,6 +108,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Error> {
     let mut batch_options = options.clone();
     batch_options.compression = Some(compression);
     let mut done = |index: usize, result: &Result<Report, Error>| {
+        stop_if_interrupted();
         if json {
             let _ = writeln!(io::stdout(), "{}", file_json(&cli.inputs[index], result));
         } else {
@@ -115,6 +119,7 @@ pub fn run(cli: &Cli) -> Result<Outcome, Error> {
         }
     };
     let results = batch::run(&jobs, &batch_options, threads, &mut done);
+    stop_if_interrupted();
     let failed = results.iter().filter(|r| r.is_err()).count();
     let totals = SummaryReport::of(&results);
     if json {

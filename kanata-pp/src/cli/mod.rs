@@ -1,7 +1,9 @@
 //! The `kanata-pp` command line: the arguments ([`args`]), what a run does with them
-//! ([`app`]), many inputs at once ([`batch`]) and the JSON reports ([`report`]).
+//! ([`app`]), many inputs at once ([`batch`]), the JSON reports ([`report`]) and what an
+//! interrupted run does ([`interrupt`]).
 
 pub mod app;
 pub mod args;
 pub mod batch;
+pub mod interrupt;
 pub mod report;

@@ -30,7 +30,7 @@ use crate::rsd::RsdOptions;
 
 use converter::Converter;
 pub(crate) use paths::is_same_file;
-pub use paths::{default_output, output_stem};
+pub use paths::{abandon_outputs, default_output, output_stem, Abandoned};
 use paths::{is_special_file, temp_beside};
 
 /// Where the converted trace goes.

@@ -1,9 +1,11 @@
 //! Where a conversion's output goes on disk: the default output name, the temporary file
-//! beside the target that is renamed into place at the end, and whether two paths name the
-//! same file.
+//! beside the target that is renamed into place at the end (and the registry of those files
+//! that an interrupted run removes), and whether two paths name the same file.
 
-use std::fs;
+use std::fs::{self, File};
+use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
 
 use kanata_writer::Compression;
 
@@ -57,9 +59,126 @@ pub fn output_stem(input: &Path) -> Option<&str> {
     Some(stem)
 }
 
+/// The temporary outputs of the conversions in progress, for [`abandon_outputs`]. A file is
+/// made and entered here, and renamed into place or deleted and taken out, under the lock, so
+/// the two never disagree.
+struct Live {
+    /// Set by [`abandon_outputs`]: no temporary file is made or renamed into place any more.
+    abandoned: bool,
+    /// The next id of a [`TempOutput`].
+    next: u64,
+    /// The id and path of every temporary file that exists.
+    paths: Vec<(u64, PathBuf)>,
+}
+
+static LIVE: Mutex<Live> = Mutex::new(Live {
+    abandoned: false,
+    next: 0,
+    paths: Vec::new(),
+});
+
+fn live() -> MutexGuard<'static, Live> {
+    // The lock is held only around file creation, renames and deletions, which do not panic;
+    // a poisoned lock still holds a consistent list.
+    LIVE.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}
+
+/// What [`abandon_outputs`] returns: while it lives, no temporary output is made or renamed
+/// into place, so the process can exit leaving nothing behind. It is meant never to be
+/// dropped: the caller exits the process holding it.
+#[must_use = "the outputs stay abandoned only while this lives: exit the process holding it"]
+pub struct Abandoned {
+    _live: MutexGuard<'static, Live>,
+}
+
+/// Deletes the temporary file of every conversion in progress in this process and keeps
+/// conversions from making new ones or renaming theirs into place while the returned guard
+/// lives: what a signal handler's thread calls before it exits the process (the `kanata-pp`
+/// binary does on SIGINT, SIGTERM and SIGHUP; the library installs no handler).
+///
+/// It waits for a rename or a deletion in progress to end: an output renamed into place
+/// before the call is complete, and every other output path is as it was before the run.
+/// A conversion that tries to make or rename a temporary file afterwards waits (and, were
+/// the guard dropped, fails).
+pub fn abandon_outputs() -> Abandoned {
+    let mut live = live();
+    live.abandoned = true;
+    for (_, path) in live.paths.drain(..) {
+        let _ = fs::remove_file(path);
+    }
+    Abandoned { _live: live }
+}
+
+/// A temporary output file beside its target, registered for [`abandon_outputs`] from its
+/// creation until it is renamed into place or deleted (when dropped).
+pub(crate) struct TempOutput {
+    file: Option<tempfile::NamedTempFile>,
+    id: u64,
+}
+
+/// Why [`TempOutput::persist`] failed; the temporary file is deleted.
+#[derive(Debug)]
+pub(crate) struct PersistError {
+    /// The error of the rename.
+    pub(crate) error: io::Error,
+}
+
+impl TempOutput {
+    fn file(&self) -> &tempfile::NamedTempFile {
+        self.file
+            .as_ref()
+            .expect("a temporary output lives until persisted or dropped")
+    }
+
+    /// The file, opened again for writing (see [`tempfile::NamedTempFile::reopen`]).
+    pub(crate) fn reopen(&self) -> io::Result<File> {
+        self.file().reopen()
+    }
+
+    /// The file as it was created.
+    pub(crate) fn as_file(&self) -> &File {
+        self.file().as_file()
+    }
+
+    /// Renames the file to `target`, replacing what is there, unless the outputs were
+    /// abandoned: then the file is already deleted and `target` stays as it was.
+    pub(crate) fn persist(mut self, target: &Path) -> Result<(), PersistError> {
+        let mut live = live();
+        let file = self.file.take().expect("persisted once");
+        live.paths.retain(|&(id, _)| id != self.id);
+        if live.abandoned {
+            // Deleted by `abandon_outputs` already; dropping it is harmless.
+            drop(file);
+            return Err(PersistError {
+                error: io::Error::new(io::ErrorKind::Interrupted, "interrupted"),
+            });
+        }
+        match file.persist(target) {
+            Ok(_) => Ok(()),
+            // The error holds the temporary file, which is deleted as it is dropped here,
+            // still under the lock.
+            Err(err) => Err(PersistError { error: err.error }),
+        }
+    }
+}
+
+impl Drop for TempOutput {
+    fn drop(&mut self) {
+        if let Some(file) = self.file.take() {
+            let mut live = live();
+            // Deleted under the lock, so `abandon_outputs` never sees a path that is gone
+            // nor misses one that is still there.
+            drop(file);
+            live.paths.retain(|&(id, _)| id != self.id);
+        }
+    }
+}
+
 /// A temporary file in the folder of `path`, and the path it is renamed to at the end: `path`
-/// itself, or the file it names when it is a symbolic link (the link stays).
-pub(crate) fn temp_beside(path: &Path) -> Result<(tempfile::NamedTempFile, PathBuf), Error> {
+/// itself, or the file it names when it is a symbolic link (the link stays). Its name is
+/// `.kanata-pp-XXXXXX.tmp` with random letters, so runs at once never share one and a run
+/// never takes up a file an earlier, killed run left.
+pub(crate) fn temp_beside(path: &Path) -> Result<(TempOutput, PathBuf), Error> {
     let target = match fs::symlink_metadata(path) {
         Ok(meta) if meta.file_type().is_symlink() => {
             fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
@@ -79,13 +198,30 @@ pub(crate) fn temp_beside(path: &Path) -> Result<(tempfile::NamedTempFile, PathB
         use std::os::unix::fs::PermissionsExt;
         temp.permissions(std::fs::Permissions::from_mode(0o666));
     }
-    let temp = temp.tempfile_in(dir).map_err(|err| {
+    // Made and registered under the lock: a file made while the outputs are being abandoned
+    // is either removed with the others or never made.
+    let mut live = live();
+    if live.abandoned {
+        return Err(Error::new(ErrorKind::Io, "interrupted"));
+    }
+    let file = temp.tempfile_in(dir).map_err(|err| {
         Error::new(
             ErrorKind::Io,
             format!("cannot create a file in {}: {err}", dir.display()),
         )
     })?;
-    Ok((temp, target))
+    let id = live.next;
+    live.next += 1;
+    // Absolute, so that it names the same file whatever the working directory is then.
+    let registered = std::path::absolute(file.path()).unwrap_or_else(|_| file.path().to_owned());
+    live.paths.push((id, registered));
+    Ok((
+        TempOutput {
+            file: Some(file),
+            id,
+        },
+        target,
+    ))
 }
 
 /// Whether `path` exists and is not a regular file (a device, a FIFO, a socket).

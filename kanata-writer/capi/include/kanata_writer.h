@@ -11,6 +11,12 @@
  * - Strings are a pointer and a length in bytes; no NUL is needed and a NUL is not special.
  *   Text is UTF-8: invalid bytes become U+FFFD (as Konata decodes them), never an error.
  * - A writer is used from one thread at a time; it may move between threads.
+ * - Signals: the library installs no signal handler. The trace is complete only after
+ *   kw_finish (a process ended by SIGINT's default action leaves a cut file, and a cut .zst
+ *   or .gz cannot be read to its end). To keep the trace of an interrupted run, let the
+ *   simulator's own SIGINT/SIGTERM handler only set a volatile sig_atomic_t flag, leave the
+ *   simulation loop when it is set, and call kw_finish from the normal shutdown path. Never
+ *   call any kw_ function from a signal handler: none is async-signal-safe.
  *
  * Link: libkanata_writer.a (with -lpthread -ldl -lm) or libkanata_writer.so.
  * SPDX-License-Identifier: MIT OR Apache-2.0
