@@ -17,6 +17,7 @@
 //!   and the one reader of canonical Kanata ([`output::canonical`]).
 //! - [`trace`]: any input read back as the instructions of a window, for rendering and
 //!   the Python bindings.
+//! - [`render`]: a window drawn as Konata draws it, as SVG or as text for the terminal.
 //! - [`cli`]: the command line, batches and the JSON reports.
 //!
 //! [`diag`] (the repairs, by rule) and [`error`] are shared by all of them.
@@ -30,6 +31,7 @@ pub mod input;
 mod json;
 mod kanata;
 pub mod output;
+pub mod render;
 pub mod rsd;
 pub mod trace;
 
