@@ -5,12 +5,17 @@
 use std::io::{self, Write};
 use std::path::PathBuf;
 
-use crate::cli::args::{Cli, ReportArg};
+use std::io::IsTerminal;
+
+use crate::cli::args::{Cli, ColorArg, PictureArg, ReportArg, ThemeArg};
 use crate::cli::batch::{self, Job};
 use crate::cli::interrupt::stop_if_interrupted;
 use crate::cli::report::{file_json, SummaryReport};
-use crate::convert::{convert, Destination, Report};
+use crate::convert::{convert, Destination, Options, Report};
 use crate::error::{Error, ErrorKind};
+use crate::output::window::Bounds;
+use crate::render::text::TextOptions;
+use crate::render::{self, DrawOptions, ThemeName};
 
 /// What a run ended with: how many inputs failed, or a usage error.
 #[derive(Debug)]
@@ -41,6 +46,9 @@ pub fn run(cli: &Cli) -> Result<Outcome, Error> {
         });
     }
     let options = cli.options()?;
+    if let Some(picture) = cli.picture()? {
+        return draw(cli, options, picture);
+    }
     let batch = cli.out_dir.is_some() || cli.inputs.len() > 1;
     if cli.output.is_some() && cli.inputs.len() > 1 {
         return Err(Error::new(
@@ -190,6 +198,73 @@ fn print_human(cli: &Cli, report: &Report) {
             report.seconds
         );
     }
+}
+
+/// Draws the window of the one input as a picture, to `-o PATH` (whole or not at all) or to
+/// stdout.
+fn draw(cli: &Cli, mut options: Options, picture: PictureArg) -> Result<Outcome, Error> {
+    if cli.inputs.len() != 1 || cli.out_dir.is_some() {
+        return Err(Error::new(
+            ErrorKind::Usage,
+            "a picture is drawn from one input, to -o PATH or to stdout",
+        ));
+    }
+    if !options.window.is_restricted() {
+        options.window.insns = Bounds {
+            start: Some(0),
+            end: Some(100),
+        };
+    }
+    let draw = DrawOptions {
+        theme: match cli.theme {
+            ThemeArg::Light => ThemeName::Light,
+            ThemeArg::Dark => ThemeName::Dark,
+        },
+        arrows: !cli.no_arrows,
+        max_insns: cli.max_insns,
+        cycles_per_column: cli.cycles_per_column,
+        ..DrawOptions::default()
+    };
+    let input = &cli.inputs[0];
+    let drawing = render::draw_trace(input, &options, &draw)?;
+    let path = cli.output.as_deref().filter(|path| path.as_os_str() != "-");
+    let terminal = path.is_none() && io::stdout().is_terminal();
+    let bytes = match picture {
+        PictureArg::Svg => render::svg::render(&drawing),
+        PictureArg::Text => {
+            let width = cli.width.unwrap_or_else(|| {
+                std::env::var("COLUMNS")
+                    .ok()
+                    .and_then(|columns| columns.parse().ok())
+                    .filter(|_| terminal)
+                    .unwrap_or(120)
+            });
+            let color = match cli.color {
+                ColorArg::Always => true,
+                ColorArg::Never => false,
+                ColorArg::Auto => terminal,
+            };
+            let text = TextOptions {
+                width,
+                color,
+                ..TextOptions::default()
+            };
+            render::text::render(&drawing, &text)
+        }
+    };
+    stop_if_interrupted();
+    match path {
+        Some(path) => crate::convert::write_output(path, bytes.as_bytes())?,
+        None => {
+            let mut stdout = io::stdout().lock();
+            stdout.write_all(bytes.as_bytes())?;
+            stdout.flush()?;
+        }
+    }
+    Ok(Outcome {
+        failed: 0,
+        inputs: 1,
+    })
 }
 
 fn print_json(inputs: &[PathBuf], results: &[Result<Report, Error>]) {

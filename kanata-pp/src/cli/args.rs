@@ -195,6 +195,55 @@ pub struct Cli {
     #[arg(long, value_name = "A..B", value_parser = parse_unsigned_range, help_heading = "Windows")]
     pub insns: Option<Bounds<u64>>,
 
+    /// Draw the window instead of converting it: `svg` (a self-contained picture) or `text`
+    /// (a timeline, a letter per stage). Default: from the output's extension (`.svg`,
+    /// `.txt`). Without a window, the first 100 instructions are drawn. See docs/render.md.
+    #[arg(long, value_enum, value_name = "FORMAT", help_heading = "Pictures")]
+    pub to: Option<PictureArg>,
+
+    /// The colours of a picture: Konata's `light` or `dark` theme.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "THEME",
+        default_value = "light",
+        help_heading = "Pictures"
+    )]
+    pub theme: ThemeArg,
+
+    /// The most instructions a picture draws; a larger window is a usage error that says how
+    /// large it is.
+    #[arg(long, value_name = "N", default_value_t = crate::render::DEFAULT_MAX_INSNS, help_heading = "Pictures")]
+    pub max_insns: usize,
+
+    /// Cycles per column of a picture (1: one column a cycle).
+    #[arg(
+        long,
+        value_name = "N",
+        default_value_t = 1,
+        value_parser = clap::value_parser!(u64).range(1..),
+        help_heading = "Pictures"
+    )]
+    pub cycles_per_column: u64,
+
+    /// The width of a text picture in characters (default: $COLUMNS on a terminal, else 120).
+    #[arg(long, value_name = "N", help_heading = "Pictures")]
+    pub width: Option<usize>,
+
+    /// ANSI colours in a text picture: `auto` (on a terminal), `always` or `never`.
+    #[arg(
+        long,
+        value_enum,
+        value_name = "WHEN",
+        default_value = "auto",
+        help_heading = "Pictures"
+    )]
+    pub color: ColorArg,
+
+    /// Draw no dependency arrows.
+    #[arg(long, help_heading = "Pictures")]
+    pub no_arrows: bool,
+
     /// Keep only the instructions of these thread ids (`0,2`).
     #[arg(
         long,
@@ -204,6 +253,35 @@ pub struct Cli {
         help_heading = "Windows"
     )]
     pub threads: Option<ThreadList>,
+}
+
+/// `--to`: what a picture is drawn as.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PictureArg {
+    /// A self-contained SVG picture.
+    Svg,
+    /// A text timeline for the terminal.
+    Text,
+}
+
+/// `--theme`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ThemeArg {
+    /// Konata's light theme.
+    Light,
+    /// Konata's dark theme.
+    Dark,
+}
+
+/// `--color`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ColorArg {
+    /// On a terminal only.
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
 }
 
 /// `--threads`: the thread ids, sorted.
@@ -296,6 +374,33 @@ impl Cli {
         })
     }
 
+    /// The picture this command line asks for: `--to`, else the output's extension (`.svg`,
+    /// `.txt`); `None` to convert.
+    ///
+    /// # Errors
+    /// A usage error for a `.png` output, which is not drawn yet.
+    pub fn picture(&self) -> Result<Option<PictureArg>, crate::Error> {
+        if self.to.is_some() {
+            return Ok(self.to);
+        }
+        let extension = self
+            .output
+            .as_deref()
+            .and_then(|path| path.extension())
+            .and_then(|ext| ext.to_str())
+            .map(str::to_ascii_lowercase);
+        match extension.as_deref() {
+            Some("svg") => Ok(Some(PictureArg::Svg)),
+            Some("txt") => Ok(Some(PictureArg::Text)),
+            Some("png") => Err(crate::Error::new(
+                crate::ErrorKind::Usage,
+                "PNG pictures are not drawn yet: write an .svg (any browser or `rsvg-convert` \
+                 turns it into a PNG)",
+            )),
+            _ => Ok(None),
+        }
+    }
+
     /// The window `--cycles`, `--sim-cycles`, `--insns` and `--threads` ask for.
     pub fn window(&self) -> Window {
         let mut window = Window::all();
@@ -311,21 +416,27 @@ impl Cli {
         let compression = self.compression();
         let single = &self.inputs[0];
         let stats_only = self.stats && self.output.is_none() && self.out_dir.is_none();
-        let destination =
-            if self.check || stats_only || self.out_dir.is_some() || self.inputs.len() > 1 {
-                // Batch jobs get their own destinations.
-                Destination::Check
-            } else {
-                match &self.output {
-                    Some(path) if path.as_os_str() == "-" => Destination::Stdout,
-                    Some(path) => Destination::Path(path.clone()),
-                    None if single.as_os_str() == "-" => Destination::Stdout,
-                    None => Destination::Path(crate::convert::default_output(
-                        single,
-                        compression.unwrap_or_default(),
-                    )?),
-                }
-            };
+        // A picture is written by the drawing, not by a conversion.
+        let drawing = matches!(self.picture(), Ok(Some(_)));
+        let destination = if drawing
+            || self.check
+            || stats_only
+            || self.out_dir.is_some()
+            || self.inputs.len() > 1
+        {
+            // Batch jobs get their own destinations.
+            Destination::Check
+        } else {
+            match &self.output {
+                Some(path) if path.as_os_str() == "-" => Destination::Stdout,
+                Some(path) => Destination::Path(path.clone()),
+                None if single.as_os_str() == "-" => Destination::Stdout,
+                None => Destination::Path(crate::convert::default_output(
+                    single,
+                    compression.unwrap_or_default(),
+                )?),
+            }
+        };
         let mut options = Options::new(destination);
         options.from = self.from.map(|f| match f {
             FromArg::Kanata => Format::Kanata,

@@ -29,8 +29,8 @@ use crate::output::window::{self, Window, WindowFilter};
 use crate::rsd::RsdOptions;
 
 use converter::Converter;
-pub(crate) use paths::is_same_file;
 pub use paths::{abandon_outputs, default_output, output_stem, Abandoned};
+pub(crate) use paths::{is_same_file, write_output};
 use paths::{is_special_file, temp_beside};
 
 /// Where the converted trace goes.

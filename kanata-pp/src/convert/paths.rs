@@ -259,3 +259,27 @@ fn resolve(path: &Path) -> Option<PathBuf> {
     }
     Some(resolved)
 }
+
+/// Writes `bytes` to `path` whole or not at all: into a temporary file beside it, renamed
+/// into place at the end (what every output of kanata-pp does; for outputs made in memory,
+/// such as pictures).
+pub(crate) fn write_output(path: &Path, bytes: &[u8]) -> Result<(), Error> {
+    use std::io::Write;
+    let (temp, target) = temp_beside(path)?;
+    let written = temp.reopen().and_then(|mut file| {
+        file.write_all(bytes)?;
+        file.flush()
+    });
+    written.map_err(|err| {
+        Error::new(
+            crate::error::ErrorKind::Io,
+            format!("cannot write {}: {err}", path.display()),
+        )
+    })?;
+    temp.persist(&target).map_err(|err| {
+        Error::new(
+            crate::error::ErrorKind::Io,
+            format!("cannot write {}: {}", target.display(), err.error),
+        )
+    })
+}
