@@ -26,6 +26,10 @@ pub mod cli;
 pub mod convert;
 pub mod diag;
 pub mod error;
+/// The fuzz targets' entry point (`fuzz/`); not part of the API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gem5;
 pub mod input;
 mod json;

@@ -2275,4 +2275,74 @@ mod tests {
         assert!(files >= 10, "{files}");
         assert!(smaller >= 5, "{smaller} of {files}");
     }
+
+    /// Found by the `window` fuzz target (fuzz/, docs/testing.md): the writer writes any
+    /// simulator id `begin_signed` takes (an `i128`) and `begin` takes (a `u64`), and
+    /// kanata-pp keeps ids up to `u64::MAX`, but the reader refused every one beyond `i64`
+    /// ("the simulator id of an I line is not a plain decimal number"). Not fixed yet: the fix
+    /// (`sim_id: i128` in `Command::Insn` and `Instruction`) changes the public type, which
+    /// `render/` (being written) reads; see docs/testing.md.
+    #[test]
+    #[ignore = "known bug: sim ids beyond i64 (docs/testing.md, fuzzing)"]
+    fn reads_every_simulator_id_the_writer_writes() {
+        let mut w = WriterBuilder::new().from_writer(Vec::new()).unwrap();
+        let ids = [
+            i128::MIN,
+            -58_911_128_451_957_937_382_545_899_208_800_634_178,
+            i128::from(i64::MIN) - 1,
+            i128::from(u64::MAX),
+            i128::MAX,
+        ];
+        for &id in &ids {
+            w.begin_signed(id, -1).unwrap();
+        }
+        w.begin(u64::MAX, 0).unwrap();
+        let text = w.finish().unwrap().output;
+        let insns: Vec<_> = Instructions::new(&text[..])
+            .collect::<Result<_, _>>()
+            .unwrap();
+        let read: Vec<i128> = insns.iter().map(|insn| i128::from(insn.sim_id)).collect();
+        let mut expected = ids.to_vec();
+        expected.push(i128::from(u64::MAX));
+        assert_eq!(read, expected);
+        // Still plain decimals only, and within i128.
+        for bad in [
+            "-0",
+            "00",
+            "+1",
+            "170141183460469231731687303715884105728",
+            "-",
+        ] {
+            assert_error(
+                &file(&format!("I\t0\t{bad}\t0\n")),
+                3,
+                "the simulator id of an I line",
+            );
+        }
+    }
+
+    /// Found by the `window` fuzz target (docs/testing.md): the writer keeps the simulator's
+    /// cycle within i64 (spec 4.10), so from a negative `C=` start its `C` steps may add up
+    /// past `i64::MAX`; the reader refuses that ("the cycle goes past the largest signed
+    /// 64-bit number") although Konata's cycle is a `u64` here. Not fixed yet: the fix
+    /// reaches past the step check (`sim_cycle` is computed from the cycle as an i64).
+    #[test]
+    #[ignore = "known bug: Konata cycles past i64::MAX from a negative start (docs/testing.md)"]
+    fn reads_steps_past_i64_max_from_a_negative_start() {
+        let mut builder = WriterBuilder::new();
+        builder.start_cycle(-6_785_173_883_069_375_032);
+        let mut w = builder.from_writer(Vec::new()).unwrap();
+        let a = w.begin(1, 0).unwrap();
+        w.advance(6_785_173_883_069_409_071).unwrap();
+        w.advance(2_815_781_993_598_893_372).unwrap();
+        w.retire(a).unwrap();
+        let text = w.finish().unwrap().output;
+        let insns: Vec<_> = Instructions::new(&text[..])
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(
+            insns[0].end,
+            Some(6_785_173_883_069_409_071 + 2_815_781_993_598_893_372)
+        );
+    }
 }

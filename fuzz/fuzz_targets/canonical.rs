@@ -1,0 +1,89 @@
+//! The reader of canonical Kanata on arbitrary bytes: `LineParser` at its three depths
+//! (`line`, `skim`, `skim_stages`), `CanonicalReader` and `Instructions`.
+#![no_main]
+
+use kanata_pp::output::canonical::{CanonicalReader, Instructions, LineParser};
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| {
+    // The three depths, a line at a time. What `line` accepts (every field checked) the
+    // lighter ones accept too, and all three keep the same count of lines and cycles.
+    let mut full = LineParser::new();
+    let mut skim = LineParser::new();
+    let mut stages = LineParser::new();
+    let mut all_lines = true;
+    let body = data.strip_suffix(b"\n").unwrap_or(data);
+    let lines = body
+        .split(|&b| b == b'\n')
+        .take(if data.is_empty() { 0 } else { usize::MAX });
+    for line in lines {
+        let checked = full.line(line).map(|_| ());
+        let skimmed = skim.skim(line).map(|_| ());
+        let staged = stages.skim_stages(line).map(|_| ());
+        if checked.is_ok() {
+            assert!(
+                skimmed.is_ok(),
+                "line accepts, skim does not: {:?}",
+                skimmed.err()
+            );
+            assert!(
+                staged.is_ok(),
+                "line accepts, skim_stages does not: {:?}",
+                staged.err()
+            );
+            assert_eq!(full.cycle(), skim.cycle());
+            assert_eq!(full.cycle(), stages.cycle());
+            assert_eq!(full.lines(), skim.lines());
+            assert_eq!(full.lines(), stages.lines());
+        } else {
+            all_lines = false;
+            break;
+        }
+    }
+    let _ = full.finish();
+
+    // The reader of whole lines stops at the first error.
+    let mut reader = CanonicalReader::new(data);
+    let mut read_all = false;
+    for _ in 0..=data.len() + 1 {
+        match reader.next_command() {
+            Ok(Some(_)) => {}
+            Ok(None) => {
+                read_all = true;
+                break;
+            }
+            Err(err) => {
+                assert!(!err.to_string().is_empty());
+                break;
+            }
+        }
+    }
+    if read_all {
+        assert!(
+            all_lines,
+            "the reader accepts what the line parser does not"
+        );
+    }
+
+    // Whole instructions: at most one per `I` line, then the end (after an error too).
+    let mut insns = Instructions::new(data);
+    let mut whole = true;
+    let mut yielded = 0usize;
+    for insn in insns.by_ref() {
+        match insn {
+            Ok(_) => yielded += 1,
+            Err(_) => whole = false,
+        }
+        assert!(
+            yielded <= data.len() / 2 + 1,
+            "more instructions than lines"
+        );
+    }
+    assert!(insns.next().is_none());
+    if whole {
+        assert!(
+            read_all,
+            "Instructions accepts what CanonicalReader does not"
+        );
+    }
+});

@@ -1,0 +1,133 @@
+//! The entry point of the fuzz targets (`fuzz/`), compiled only with the `fuzzing` feature:
+//! one conversion of bytes in memory, without the files [`convert`](crate::convert) needs.
+//!
+//! [`convert_bytes`] runs what `convert()` runs for an input without a window and with
+//! uncompressed output to a sink it is given (what `convert/mod.rs`'s private `run` does):
+//! the input opened and decompressed by [`input::from_reader`], the format detected (or
+//! forced), the format's reader into the writer. The readers are the same; only the file
+//! handling (the temporary file, the rename) is left out. A test below checks that both give
+//! the same bytes on the samples.
+
+use std::io::Cursor;
+
+use kanata_writer::{Compression, WriterBuilder};
+
+use crate::convert::converter::Converter;
+use crate::diag::{strict_error, Diagnostics};
+use crate::error::{Error, ErrorKind};
+use crate::input::progress::Progress;
+use crate::input::{self, detect, Lines};
+use crate::kanata::normalize::KanataNormalizer;
+use crate::kanata::read::Sharing;
+use crate::{Format, Options};
+
+/// Converts `bytes` (plain, gzip or zstd) as `options` say (its window, destination,
+/// compression and seekable settings are ignored) and gives the canonical text, the format
+/// read and the repairs made.
+pub fn convert_bytes(
+    bytes: &[u8],
+    options: &Options,
+) -> Result<(Vec<u8>, Format, Diagnostics), Error> {
+    let opened = input::from_reader(Box::new(Cursor::new(bytes.to_vec())), None)
+        .map_err(|err| Error::new(ErrorKind::Io, format!("cannot read: {err}")))?;
+    let format = match (options.from, &options.repairs.strip_prefix) {
+        (Some(format), _) => format,
+        (None, None) => detect::detect(&opened.head)?,
+        (None, Some(prefix)) => detect::detect(&detect::strip_prefix(&opened.head, prefix))?,
+    };
+    let mut diag = Diagnostics::new(options.max_examples, options.strict);
+    let progress = Progress::new(false, None, "<fuzz>", None);
+    let mut builder = WriterBuilder::new();
+    builder
+        .compression(Compression::None)
+        .background(true)
+        .compact(options.repairs.compact);
+    let output = Vec::new();
+    let reader = opened.reader;
+    let finished = match format {
+        Format::Kanata => {
+            let normalizer = KanataNormalizer::new(builder, output, options.repairs.clone());
+            let prefix = options.repairs.strip_prefix.clone();
+            let sharing = Sharing::for_output(false);
+            crate::kanata::read::run(reader, normalizer, prefix, &mut diag, &progress, sharing)?.0
+        }
+        Format::Gem5 => {
+            let gem5 = options.gem5.clone();
+            crate::gem5::run(reader, builder, output, gem5, &mut diag, &progress)?.0
+        }
+        Format::Rsd => {
+            let mut converter: Box<dyn Converter<Vec<u8>>> =
+                Box::new(crate::rsd::RsdConverter::new(
+                    builder,
+                    output,
+                    options.rsd.clone(),
+                    &options.repairs,
+                )?);
+            let mut lines = Lines::new(reader);
+            loop {
+                let (number, _, line) = match lines.next_line() {
+                    Ok(Some(line)) => line,
+                    Ok(None) => break,
+                    Err(err) => {
+                        return Err(Error::at_line(
+                            lines.number + 1,
+                            format!("cannot read the input: {err}"),
+                        ))
+                    }
+                };
+                converter.line(line, number, &mut diag)?;
+                if let Some(error) = strict_error(&diag) {
+                    return Err(error);
+                }
+            }
+            let finished = converter.finish(&mut diag)?;
+            if let Some(error) = strict_error(&diag) {
+                return Err(error);
+            }
+            finished
+        }
+    };
+    Ok((finished.output, format, diag))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::convert_bytes;
+    use crate::{convert, CloseOpen, Destination, Options};
+
+    /// `convert_bytes` gives what `convert()` writes, on every sample and with every repair.
+    #[test]
+    fn same_as_convert() {
+        let samples = Path::new(env!("CARGO_MANIFEST_DIR")).join("../samples");
+        let dir = tempfile::tempdir().unwrap();
+        for name in [
+            "pipeline_sim.kanata",
+            "sloppy.kanata",
+            "sloppy.log",
+            "rsd_raw.log",
+        ] {
+            let input = samples.join(name);
+            let bytes = std::fs::read(&input).unwrap();
+            for all in [false, true] {
+                let out = dir.path().join("out.kanata");
+                let mut options = Options::new(Destination::Path(out.clone()));
+                if all {
+                    options.repairs.renumber_retire = true;
+                    options.repairs.close_open = Some(CloseOpen::Flush);
+                    options.repairs.dedupe = true;
+                    options.repairs.stretch_zero = true;
+                    options.repairs.compact = true;
+                }
+                let via_file = convert(&input, &options).map(|_| std::fs::read(&out).unwrap());
+                let in_memory = convert_bytes(&bytes, &options).map(|(text, _, _)| text);
+                match (via_file, in_memory) {
+                    (Ok(a), Ok(b)) => assert!(a == b, "{name}: the outputs differ"),
+                    (Err(a), Err(b)) => assert_eq!(a.to_string(), b.to_string(), "{name}"),
+                    (a, b) => panic!("{name}: {:?} vs {:?}", a.is_ok(), b.is_ok()),
+                }
+            }
+        }
+    }
+}
