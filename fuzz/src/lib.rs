@@ -139,10 +139,8 @@ pub fn write_trace(u: &mut Unstructured<'_>) -> ArbResult<Result<Trace, String>>
         _ => LiveAtEnd::LeaveOpen,
     });
     if settings & 64 != 0 {
-        // Not negative for now: from a negative start the writer's steps may add up past
-        // i64::MAX, which the canonical reader refuses, a known bug (docs/testing.md;
-        // kanata-pp's ignored test `reads_steps_past_i64_max_from_a_negative_start`).
-        builder.start_cycle(i64::arbitrary(u)?.max(0));
+        // Negative too: the writer's steps may then add up past i64::MAX (docs/testing.md).
+        builder.start_cycle(i64::arbitrary(u)?);
     }
     if settings & 128 != 0 {
         let mut window = kanata_writer::Window::default();
@@ -247,10 +245,8 @@ fn call(
             w.begin(sim_id, thread).map(|id| insns.push(id))
         }
         3 => {
-            // Within i64 for now: the canonical reader refuses sim ids beyond it, a known
-            // bug (docs/testing.md; kanata-pp's ignored test
-            // `reads_every_simulator_id_the_writer_writes`). Widen to `i128` once fixed.
-            let sim_id = i128::from(i64::arbitrary(u)?);
+            // Any i128: the canonical reader reads every id the writer takes.
+            let sim_id = i128::arbitrary(u)?;
             let thread = i64::arbitrary(u)?;
             w.begin_signed(sim_id, thread).map(|id| insns.push(id))
         }

@@ -352,7 +352,7 @@ fn seg(lane: u64, name: &str, start: u64, end: Option<u64>, notes: &str) -> Segm
 fn insn(id: u64, begin: u64, end: Option<u64>, stages: Vec<Segment>) -> Instruction {
     Instruction {
         id,
-        sim_id: (id * 10).try_into().unwrap(),
+        sim_id: i128::from(id * 10),
         thread: 0,
         begin,
         end,

@@ -91,8 +91,8 @@ pub enum Command<'a> {
     Insn {
         /// The file id (Konata's op id).
         id: u64,
-        /// The simulator's own id.
-        sim_id: i64,
+        /// The simulator's own id (any integer the writer takes: up to 128 bits).
+        sim_id: i128,
         /// The thread id.
         thread: i64,
     },
@@ -348,22 +348,17 @@ impl LineParser {
         let start = self.start.unwrap_or(0);
         let command = parse(bytes, self.line)?;
         if let Command::Step(step) = command {
-            self.cycle = self
-                .cycle
-                .checked_add(step)
-                .filter(|&c| i64::try_from(c).is_ok_and(|c| start.checked_add(c).is_some()))
-                .ok_or_else(|| {
-                    not_canonical(
-                        self.line,
-                        "the cycle goes past the largest signed 64-bit number",
-                    )
-                })?;
+            self.advance(step).ok_or_else(|| {
+                not_canonical(
+                    self.line,
+                    "the simulator's cycle goes past the largest signed 64-bit number",
+                )
+            })?;
         }
-        // The check above keeps `start + cycle` within i64.
         Ok(Some(Event {
             line: self.line,
             cycle: self.cycle,
-            sim_cycle: start + self.cycle as i64,
+            sim_cycle: sim_cycle(start, self.cycle),
             command,
         }))
     }
@@ -536,10 +531,12 @@ impl LineParser {
     #[inline]
     fn advance(&mut self, step: u64) -> Option<()> {
         let start = self.start.unwrap_or(0);
+        // Konata's cycle may pass i64::MAX from a negative start; the simulator's may not
+        // (spec 4.10), as the writer keeps it.
         self.cycle = self
             .cycle
             .checked_add(step)
-            .filter(|&c| i64::try_from(c).is_ok_and(|c| start.checked_add(c).is_some()))?;
+            .filter(|&c| i64::try_from(i128::from(start) + i128::from(c)).is_ok())?;
         Some(())
     }
 
@@ -724,6 +721,12 @@ impl<R: BufRead> CanonicalReader<R> {
     }
 }
 
+/// The simulator's cycle at Konata's `cycle`, which [`LineParser::advance`] keeps within
+/// i64.
+fn sim_cycle(start: i64, cycle: u64) -> i64 {
+    i64::try_from(i128::from(start) + i128::from(cycle)).unwrap_or(i64::MAX)
+}
+
 /// The error for line `line`: "not canonical Kanata: `what`".
 fn not_canonical(line: u64, what: impl std::fmt::Display) -> Error {
     Error::new(ErrorKind::Input, format!("not canonical Kanata: {what}")).with_line(line)
@@ -815,6 +818,31 @@ fn parse_i64(field: &[u8]) -> Option<i64> {
             }
         }
         _ => parse_u64(field).and_then(|n| i64::try_from(n).ok()),
+    }
+}
+
+/// A plain decimal with an optional `-` (never `-0`), within i128: a simulator id.
+fn parse_i128(field: &[u8]) -> Option<i128> {
+    let (negative, digits) = match field {
+        [b'-', digits @ ..] => (true, digits),
+        _ => (false, field),
+    };
+    let magnitude: u128 = match digits {
+        [] => return None,
+        [b'0'] if !negative => 0,
+        [b'0', ..] => return None,
+        _ => digits.iter().try_fold(0u128, |n, &b| {
+            let digit = b.wrapping_sub(b'0');
+            if digit > 9 {
+                return None;
+            }
+            n.checked_mul(10)?.checked_add(u128::from(digit))
+        })?,
+    };
+    if negative {
+        0i128.checked_sub_unsigned(magnitude)
+    } else {
+        i128::try_from(magnitude).ok()
     }
 }
 
@@ -944,7 +972,8 @@ fn parse(bytes: &[u8], line: u64) -> Result<Command<'_>, Error> {
             let [id, sim_id, thread] = fields(rest, line, what)?;
             Command::Insn {
                 id: unsigned(id, line, "id", what)?,
-                sim_id: signed(sim_id, line, "simulator id", what)?,
+                sim_id: parse_i128(sim_id.as_bytes())
+                    .ok_or_else(|| bad_number(line, "simulator id", what, sim_id.as_bytes()))?,
                 thread: signed(thread, line, "thread", what)?,
             }
         }
@@ -1059,7 +1088,7 @@ pub struct Instruction {
     /// The file id: Konata's op id, dense from 0.
     pub id: u64,
     /// The simulator's own id.
-    pub sim_id: i64,
+    pub sim_id: i128,
     /// The thread id.
     pub thread: i64,
     /// Konata's cycle of the `I`.
@@ -2278,12 +2307,8 @@ mod tests {
 
     /// Found by the `window` fuzz target (fuzz/, docs/testing.md): the writer writes any
     /// simulator id `begin_signed` takes (an `i128`) and `begin` takes (a `u64`), and
-    /// kanata-pp keeps ids up to `u64::MAX`, but the reader refused every one beyond `i64`
-    /// ("the simulator id of an I line is not a plain decimal number"). Not fixed yet: the fix
-    /// (`sim_id: i128` in `Command::Insn` and `Instruction`) changes the public type, which
-    /// `render/` (being written) reads; see docs/testing.md.
+    /// kanata-pp keeps ids up to `u64::MAX`; the reader refused every one beyond `i64`.
     #[test]
-    #[ignore = "known bug: sim ids beyond i64 (docs/testing.md, fuzzing)"]
     fn reads_every_simulator_id_the_writer_writes() {
         let mut w = WriterBuilder::new().from_writer(Vec::new()).unwrap();
         let ids = [
@@ -2301,7 +2326,7 @@ mod tests {
         let insns: Vec<_> = Instructions::new(&text[..])
             .collect::<Result<_, _>>()
             .unwrap();
-        let read: Vec<i128> = insns.iter().map(|insn| i128::from(insn.sim_id)).collect();
+        let read: Vec<i128> = insns.iter().map(|insn| insn.sim_id).collect();
         let mut expected = ids.to_vec();
         expected.push(i128::from(u64::MAX));
         assert_eq!(read, expected);
@@ -2323,11 +2348,8 @@ mod tests {
 
     /// Found by the `window` fuzz target (docs/testing.md): the writer keeps the simulator's
     /// cycle within i64 (spec 4.10), so from a negative `C=` start its `C` steps may add up
-    /// past `i64::MAX`; the reader refuses that ("the cycle goes past the largest signed
-    /// 64-bit number") although Konata's cycle is a `u64` here. Not fixed yet: the fix
-    /// reaches past the step check (`sim_cycle` is computed from the cycle as an i64).
+    /// past `i64::MAX`; the reader refused that although Konata's cycle is a `u64`.
     #[test]
-    #[ignore = "known bug: Konata cycles past i64::MAX from a negative start (docs/testing.md)"]
     fn reads_steps_past_i64_max_from_a_negative_start() {
         let mut builder = WriterBuilder::new();
         builder.start_cycle(-6_785_173_883_069_375_032);

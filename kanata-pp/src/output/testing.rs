@@ -62,7 +62,7 @@ pub(crate) fn random_trace(
             handles.push(w.begin_signed(sim_id, thread).unwrap());
             model.push(Instruction {
                 id: model.len() as u64,
-                sim_id: sim_id as i64,
+                sim_id,
                 thread,
                 begin: cycle,
                 end: None,

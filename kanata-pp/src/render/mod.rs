@@ -512,7 +512,7 @@ fn layout(mut insns: Vec<Instruction>, last_cycle: u64, options: &DrawOptions) -
         }
         rows.push(Row {
             id: insn.id,
-            sim_id: i128::from(insn.sim_id),
+            sim_id: insn.sim_id,
             thread: insn.thread,
             retire_id,
             flushed,
@@ -667,7 +667,7 @@ mod tests {
     fn insn(id: u64, begin: u64, end: Option<u64>, stages: Vec<Segment>) -> Instruction {
         Instruction {
             id,
-            sim_id: id.try_into().unwrap(),
+            sim_id: i128::from(id),
             thread: 0,
             begin,
             end,
