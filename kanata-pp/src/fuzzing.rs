@@ -2,7 +2,7 @@
 //! one conversion of bytes in memory, without the files [`convert`](crate::convert) needs.
 //!
 //! [`convert_bytes`] runs what `convert()` runs for an input without a window and with
-//! uncompressed output to a sink it is given (what `convert/mod.rs`'s private `run` does):
+//! uncompressed output to a sink it is given (it calls `convert/mod.rs`'s `run` itself):
 //! the input opened and decompressed by [`input::from_reader`], the format detected (or
 //! forced), the format's reader into the writer. The readers are the same; only the file
 //! handling (the temporary file, the rename) is left out. A test below checks that both give
@@ -12,13 +12,10 @@ use std::io::Cursor;
 
 use kanata_writer::{Compression, WriterBuilder};
 
-use crate::convert::converter::Converter;
-use crate::diag::{strict_error, Diagnostics};
+use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
 use crate::input::progress::Progress;
-use crate::input::{self, detect, Lines};
-use crate::kanata::normalize::KanataNormalizer;
-use crate::kanata::read::Sharing;
+use crate::input::{self, detect};
 use crate::{Format, Options};
 
 /// Converts `bytes` (plain, gzip or zstd) as `options` say (its window, destination,
@@ -38,55 +35,18 @@ pub fn convert_bytes(
     let mut diag = Diagnostics::new(options.max_examples, options.strict);
     let progress = Progress::new(false, None, "<fuzz>", None);
     let mut builder = WriterBuilder::new();
-    builder
-        .compression(Compression::None)
-        .background(true)
-        .compact(options.repairs.compact);
-    let output = Vec::new();
-    let reader = opened.reader;
-    let finished = match format {
-        Format::Kanata => {
-            let normalizer = KanataNormalizer::new(builder, output, options.repairs.clone());
-            let prefix = options.repairs.strip_prefix.clone();
-            let sharing = Sharing::for_output(false);
-            crate::kanata::read::run(reader, normalizer, prefix, &mut diag, &progress, sharing)?.0
-        }
-        Format::Gem5 => {
-            let gem5 = options.gem5.clone();
-            crate::gem5::run(reader, builder, output, gem5, &mut diag, &progress)?.0
-        }
-        Format::Rsd => {
-            let mut converter: Box<dyn Converter<Vec<u8>>> =
-                Box::new(crate::rsd::RsdConverter::new(
-                    builder,
-                    output,
-                    options.rsd.clone(),
-                    &options.repairs,
-                )?);
-            let mut lines = Lines::new(reader);
-            loop {
-                let (number, _, line) = match lines.next_line() {
-                    Ok(Some(line)) => line,
-                    Ok(None) => break,
-                    Err(err) => {
-                        return Err(Error::at_line(
-                            lines.number + 1,
-                            format!("cannot read the input: {err}"),
-                        ))
-                    }
-                };
-                converter.line(line, number, &mut diag)?;
-                if let Some(error) = strict_error(&diag) {
-                    return Err(error);
-                }
-            }
-            let finished = converter.finish(&mut diag)?;
-            if let Some(error) = strict_error(&diag) {
-                return Err(error);
-            }
-            finished
-        }
-    };
+    builder.compression(Compression::None).background(true);
+    // The conversion's own dispatch, so that the fuzzed path is the converter's.
+    let (finished, _) = crate::convert::run(
+        format,
+        opened.reader,
+        builder,
+        Vec::new(),
+        Compression::None,
+        options,
+        &mut diag,
+        &progress,
+    )?;
     Ok((finished.output, format, diag))
 }
 

@@ -834,7 +834,7 @@ fn run_indexed<O: Write>(
 
 /// Reads every line of `reader` into the normalizer for `format`.
 #[allow(clippy::too_many_arguments)]
-fn run<W: Write + Send + 'static>(
+pub(crate) fn run<W: Write + Send + 'static>(
     format: Format,
     reader: Box<dyn io::Read + Send>,
     builder: WriterBuilder,

@@ -1384,7 +1384,7 @@ impl<R: BufRead> Iterator for Instructions<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::output::testing::{random_trace, Rng};
+    use crate::output::testing::{random_trace, segment, Rng};
     use kanata_writer::{DepKind, Lane, WriterBuilder};
 
     /// Every instruction of `bytes`, or the first error.
@@ -1417,16 +1417,6 @@ mod tests {
         let (at, message) = error_of(bytes);
         assert_eq!(at, Some(line), "{message}");
         assert!(message.contains(part), "`{message}` lacks `{part}`");
-    }
-
-    fn segment(lane: u64, name: &str, start: u64, end: Option<u64>, notes: &str) -> Segment {
-        Segment {
-            lane,
-            name: name.to_owned(),
-            start,
-            end,
-            notes: notes.to_owned(),
-        }
     }
 
     #[test]

@@ -5,7 +5,8 @@ use kanata_writer::{DepKind, InsnId, LabelKind, Lane, Stage, WriterBuilder};
 
 use crate::output::canonical::{Dependency, Instruction, Retirement, Segment};
 
-fn segment(lane: u64, name: &str, start: u64, end: Option<u64>, notes: &str) -> Segment {
+/// A stage segment, for expected instructions.
+pub(crate) fn segment(lane: u64, name: &str, start: u64, end: Option<u64>, notes: &str) -> Segment {
     Segment {
         lane,
         name: name.to_owned(),
