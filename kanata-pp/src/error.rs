@@ -64,6 +64,12 @@ impl Error {
         self.kind
     }
 
+    /// The file the error is about (the input, or the output that could not be written), as
+    /// the user named it, if one is named.
+    pub fn file(&self) -> Option<&str> {
+        self.file.as_deref()
+    }
+
     /// The input line, if the error is about one.
     pub fn line(&self) -> Option<u64> {
         self.line
