@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 
 use kanata_pp::output::canonical::{Dependency, Instruction, Retirement, Segment};
 use kanata_pp::output::window::Window;
+use kanata_pp::render::png::PngOptions;
 use kanata_pp::render::svg::{Geometry, COLUMN_WIDTH, LANE_MARGIN, PIXEL_ADJUST, ROW_HEIGHT};
 use kanata_pp::render::text::TextOptions;
 use kanata_pp::render::{self, Colour, DrawOptions, Drawing, StageColour, Theme, ThemeName};
@@ -281,6 +282,166 @@ fn check_text_against_model(drawing: &Drawing, text: &str, view: &View) {
     }
 }
 
+/// A decoded PNG: width, height and RGB bytes.
+struct Pixels {
+    width: usize,
+    height: usize,
+    rgb: Vec<u8>,
+}
+
+impl Pixels {
+    fn decode(png_bytes: &[u8]) -> Pixels {
+        let mut decoder = png::Decoder::new(std::io::Cursor::new(png_bytes));
+        decoder.set_transformations(png::Transformations::IDENTITY);
+        let mut reader = decoder.read_info().expect("a PNG");
+        let mut rgb = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut rgb).unwrap();
+        assert_eq!(info.color_type, png::ColorType::Rgb, "8-bit RGB");
+        assert_eq!(info.bit_depth, png::BitDepth::Eight);
+        Pixels {
+            width: info.width as usize,
+            height: info.height as usize,
+            rgb,
+        }
+    }
+
+    /// The pixel whose area holds the point (x, y).
+    fn at(&self, x: f64, y: f64) -> [u8; 3] {
+        let (x, y) = (x.floor() as usize, y.floor() as usize);
+        assert!(x < self.width && y < self.height, "({x}, {y}) is outside");
+        let i = (y * self.width + x) * 3;
+        [self.rgb[i], self.rgb[i + 1], self.rgb[i + 2]]
+    }
+}
+
+fn mix(under: [f64; 3], over: Colour) -> [f64; 3] {
+    let a = over.a as f64 / 255.0;
+    [
+        under[0] * (1.0 - a) + over.r as f64 * a,
+        under[1] * (1.0 - a) + over.g as f64 * a,
+        under[2] * (1.0 - a) + over.b as f64 * a,
+    ]
+}
+
+fn close(got: [u8; 3], want: [f64; 3], tolerance: f64) -> bool {
+    got.iter()
+        .zip(want)
+        .all(|(&g, w)| (g as f64 - w).abs() <= tolerance)
+}
+
+/// Reads the PNG of `drawing` back at computed places: in every cycle of every box Konata
+/// draws, the pixel just below the box's top edge (above the text) has the box's gradient
+/// colour there, the colour of the top lane's box where lanes overlap, shaded when the
+/// instruction was flushed. The drawing has no arrows (they cross boxes); the arrows are
+/// checked by [`check_png_arrows`].
+fn check_png_against_model(drawing: &Drawing, png_bytes: &[u8], view: &View, scale: f64) {
+    assert!(drawing.arrows.is_empty());
+    let pixels = Pixels::decode(png_bytes);
+    let geometry = Geometry::of(drawing);
+    assert_eq!(pixels.width as f64, (geometry.width * scale).ceil());
+    assert_eq!(pixels.height as f64, (geometry.height * scale).ceil());
+    let first = drawing.first_cycle as i64;
+    let rect_height = ROW_HEIGHT - 2.0 * LANE_MARGIN;
+    // Two pixels of the SVG below the box's top edge: under its 1-pixel border, above the
+    // glyphs (the text's baseline is 17 pixels below the row's top).
+    let inside = 2.0;
+    let mut checked = 0;
+    for insn in &view.insns {
+        let row = insn.file_id as usize;
+        let flushed = insn.retired.is_some_and(|r| r.kind == RetireKind::Flushed);
+        let rect_top = geometry.pipeline_top + row as f64 * ROW_HEIGHT + PIXEL_ADJUST + LANE_MARGIN;
+        let y = ((rect_top + inside) * scale).floor() + 0.5;
+        let t = (y / scale - rect_top) / rect_height;
+        // The box on top at each cycle: later lanes over earlier ones, later boxes over
+        // earlier ones.
+        let mut top: BTreeMap<i64, (String, String)> = BTreeMap::new();
+        for lane in insn.lanes.keys() {
+            for b in insn.visible_boxes(lane) {
+                for cycle in b.start..b.end.min(drawing.end_cycle as i64) {
+                    top.insert(cycle, (lane.clone(), b.name.clone()));
+                }
+            }
+        }
+        for (cycle, (lane, name)) in &top {
+            let x = geometry.pipeline_left + (cycle - first) as f64 * COLUMN_WIDTH + 16.0;
+            let colour = expected_colour(view, &drawing.theme, lane, name);
+            let (b, e) = (colour.begin, colour.end);
+            let lerp = |from: u8, to: u8| from as f64 + (to as f64 - from as f64) * t;
+            let mut want = [lerp(b.r, e.r), lerp(b.g, e.g), lerp(b.b, e.b)];
+            if flushed {
+                want = mix(want, drawing.theme.flushed);
+            }
+            let got = pixels.at(x * scale, y);
+            assert!(
+                close(got, want, 4.0),
+                "op {row} cycle {cycle} ({lane}, {name}) at scale {scale}: {got:?}, not {want:?}"
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 0);
+}
+
+/// The arrows of the PNG: the pixels a drawing with arrows changes against the same
+/// drawing without are along the arrows the model says (within the head's size of one of
+/// their lines), and every such arrow changes the pixels around its middle.
+fn check_png_arrows(drawing: &Drawing, with: &[u8], without: &[u8], view: &View) {
+    let (with, without) = (Pixels::decode(with), Pixels::decode(without));
+    let geometry = Geometry::of(drawing);
+    let first = drawing.first_cycle as i64;
+    let lines: Vec<((f64, f64), (f64, f64))> = view
+        .arrows
+        .iter()
+        .map(|a| {
+            let y = |row: i64| geometry.pipeline_top + row as f64 * ROW_HEIGHT + 12.5;
+            (
+                (
+                    geometry.pipeline_left + (a.from_cycle - first) as f64 * COLUMN_WIDTH + 24.5,
+                    y(a.producer),
+                ),
+                (
+                    geometry.pipeline_left + (a.to_cycle - first) as f64 * COLUMN_WIDTH + 8.5,
+                    y(a.consumer),
+                ),
+            )
+        })
+        .collect();
+    assert!(!lines.is_empty());
+    let distance = |(px, py): (f64, f64), ((x1, y1), (x2, y2)): ((f64, f64), (f64, f64))| {
+        let (vx, vy) = (x2 - x1, y2 - y1);
+        let length = vx * vx + vy * vy;
+        let t = if length == 0.0 {
+            0.0
+        } else {
+            (((px - x1) * vx + (py - y1) * vy) / length).clamp(0.0, 1.0)
+        };
+        (px - x1 - t * vx).hypot(py - y1 - t * vy)
+    };
+    for y in 0..with.height {
+        for x in 0..with.width {
+            let i = (y * with.width + x) * 3;
+            if with.rgb[i..i + 3] != without.rgb[i..i + 3] {
+                let centre = (x as f64 + 0.5, y as f64 + 0.5);
+                assert!(
+                    lines.iter().any(|&line| distance(centre, line) <= 4.5),
+                    "pixel ({x}, {y}) changed by no arrow"
+                );
+            }
+        }
+    }
+    for &((x1, y1), (x2, y2)) in &lines {
+        let (mx, my) = ((x1 + x2) / 2.0, (y1 + y2) / 2.0);
+        let changed = (-1..=1).any(|dy| {
+            (-1..=1).any(|dx| {
+                let (x, y) = ((mx + dx as f64) as usize, (my + dy as f64) as usize);
+                let i = (y * with.width + x) * 3;
+                with.rgb[i..i + 3] != without.rgb[i..i + 3]
+            })
+        });
+        assert!(changed, "no arrow drawn around ({mx}, {my})");
+    }
+}
+
 /// The text view's options of the golden file and of the model check.
 fn golden_text_options() -> TextOptions {
     TextOptions {
@@ -316,6 +477,34 @@ fn sample_svg_and_text_are_what_konata_draws() {
 }
 
 #[test]
+fn sample_png_is_what_konata_draws_at_every_scale() {
+    let input = sample("pipeline_sim.kanata");
+    let mut options = first_100();
+    options.window.insns = "0..40".parse().unwrap();
+    let view = window_view(&input, &options);
+    for theme in [ThemeName::Light, ThemeName::Dark] {
+        let no_arrows = DrawOptions {
+            theme,
+            arrows: false,
+            ..DrawOptions::default()
+        };
+        let drawing = render::draw_trace(&input, &options, &no_arrows).unwrap();
+        for scale in [1.0, 2.0, 0.5] {
+            let png = render::png::render(&drawing, &PngOptions { scale }).unwrap();
+            check_png_against_model(&drawing, &png, &view, scale);
+        }
+        let without = render::png::render(&drawing, &PngOptions::default()).unwrap();
+        let arrows = DrawOptions {
+            theme,
+            ..DrawOptions::default()
+        };
+        let drawing = render::draw_trace(&input, &options, &arrows).unwrap();
+        let with = render::png::render(&drawing, &PngOptions::default()).unwrap();
+        check_png_arrows(&drawing, &with, &without, &view);
+    }
+}
+
+#[test]
 fn golden_pictures_of_the_sample() {
     let input = sample("pipeline_sim.kanata");
     let drawing = render::draw_trace(&input, &first_100(), &DrawOptions::default()).unwrap();
@@ -336,6 +525,26 @@ fn golden_pictures_of_the_sample() {
     assert!(
         text == want_text,
         "samples/pipeline_sim.txt changed: regenerate it (samples/README.md)"
+    );
+
+    // The README's picture: the first 30 instructions as a PNG.
+    let mut options = first_100();
+    options.window.insns = "0..30".parse().unwrap();
+    let drawing = render::draw_trace(&input, &options, &DrawOptions::default()).unwrap();
+    let png = render::png::render(&drawing, &PngOptions::default()).unwrap();
+    assert_eq!(
+        png,
+        render::png::render(&drawing, &PngOptions::default()).unwrap(),
+        "deterministic"
+    );
+    let png_path = sample("pipeline_sim.png");
+    if std::env::var_os("KANATA_BLESS").is_some() {
+        std::fs::write(&png_path, &png).unwrap();
+    }
+    let want_png = std::fs::read(&png_path).expect("samples/pipeline_sim.png");
+    assert!(
+        png == want_png,
+        "samples/pipeline_sim.png changed: regenerate it (samples/README.md)"
     );
 }
 
@@ -450,6 +659,32 @@ fn a_million_cycle_life_is_capped_and_says_so() {
     assert!(drawing.notes.is_empty());
     let b = &drawing.rows[0].boxes[0];
     assert_eq!((b.start_column, b.end_column, b.clipped), (0, 1000, false));
+
+    // A PNG is cut at the columns it has room for, and says so too.
+    let long = insn(0, 0, None, vec![seg(0, "X", 0, None, "")]);
+    for scale in [1.0, 2.0] {
+        let options = DrawOptions {
+            max_columns: render::png::max_columns(scale),
+            ..DrawOptions::default()
+        };
+        let drawing = Drawing::new([long.clone()], 999_999, &options).unwrap();
+        assert!(drawing
+            .notes
+            .iter()
+            .any(|n| n.contains("drawn up to cycle")));
+        let png = render::png::render(&drawing, &PngOptions { scale }).unwrap();
+        let pixels = Pixels::decode(&png);
+        assert!(
+            pixels.width as u64 <= render::png::MAX_SIDE,
+            "{}",
+            pixels.width
+        );
+        assert!(
+            pixels.width as u64 >= render::png::MAX_SIDE * 9 / 10,
+            "{}",
+            pixels.width
+        );
+    }
 }
 
 #[test]
@@ -542,6 +777,22 @@ fn markup_and_non_ascii_labels_are_escaped_and_drawn() {
     );
     assert!(colored.contains("\x1b[0;48;2;"));
     assert!(!text.contains('\x1b'));
+
+    // The PNG draws the shipped font's glyphs of non-ASCII labels (Latin, Greek, Cyrillic,
+    // symbols): each one changes the pixels of a label that is a space instead.
+    let png_of = |name: &str| {
+        let mut one = insn(0, 0, Some(2), vec![seg(0, "X", 0, Some(2), "")]);
+        one.name = name.to_owned();
+        let drawing = Drawing::new([one], 2, &DrawOptions::default()).unwrap();
+        Pixels::decode(&render::png::render(&drawing, &PngOptions::default()).unwrap()).rgb
+    };
+    let blank = png_of(" ");
+    for c in ["é", "ü", "Ω", "λ", "Ж", "→", "€"] {
+        let drawn = png_of(c);
+        assert_eq!(drawn.len(), blank.len());
+        let inked = drawn.iter().zip(&blank).filter(|(a, b)| a != b).count();
+        assert!(inked >= 10, "{c}: {inked} channels drawn");
+    }
 }
 
 #[test]

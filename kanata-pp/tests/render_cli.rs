@@ -88,6 +88,52 @@ fn svg_and_text_of_the_sample_are_the_golden_pictures() {
 }
 
 #[test]
+fn png_of_the_sample_is_the_readmes_picture() {
+    let dir = tempfile::tempdir().unwrap();
+    // The command of samples/README.md and of the README.
+    let run = kanata_pp(
+        dir.path(),
+        &[
+            &sample("pipeline_sim.kanata"),
+            "--insns",
+            "0..30",
+            "-o",
+            "fig.png",
+        ],
+    );
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    let golden = std::fs::read(samples().join("pipeline_sim.png")).unwrap();
+    assert!(std::fs::read(dir.path().join("fig.png")).unwrap() == golden);
+    assert_eq!(
+        entries(dir.path()),
+        ["fig.png"],
+        "no temporary file is left"
+    );
+    // `--to png` to a pipe; `--scale 2` doubles both sides.
+    let run = kanata_pp(
+        dir.path(),
+        &[
+            &sample("pipeline_sim.kanata"),
+            "--insns",
+            "0..30",
+            "--to",
+            "png",
+            "--scale",
+            "2",
+        ],
+    );
+    assert!(run.status.success());
+    let side = |png: &[u8], at: usize| u32::from_be_bytes(png[at..at + 4].try_into().unwrap());
+    assert!(run.stdout.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert_eq!(side(&run.stdout, 16), side(&golden, 16) * 2);
+    assert_eq!(side(&run.stdout, 20), side(&golden, 20) * 2);
+}
+
+#[test]
 fn a_window_is_drawn_from_any_input() {
     let dir = tempfile::tempdir().unwrap();
     // A sloppy log: converted on the way, the window drawn.
@@ -126,7 +172,23 @@ fn pictures_that_cannot_be_drawn_are_usage_errors_with_nothing_written() {
     let dir = tempfile::tempdir().unwrap();
     let input = sample("pipeline_sim.kanata");
     for (args, says) in [
-        (vec![input.as_str(), "-o", "fig.png"], "PNG"),
+        // The sample's 85 instructions at 16 times their size: 33,344 pixels high.
+        (
+            vec![
+                input.as_str(),
+                "-o",
+                "fig.png",
+                "--insns",
+                "0..2000",
+                "--scale",
+                "16",
+            ],
+            "fits, or draw more --cycles-per-column",
+        ),
+        (
+            vec![input.as_str(), "-o", "fig.png", "--scale", "0"],
+            "a scale is a number",
+        ),
         (
             vec![input.as_str(), "-o", "fig.svg", "--max-insns", "10"],
             "--max-insns",

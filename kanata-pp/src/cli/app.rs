@@ -14,6 +14,7 @@ use crate::cli::report::{file_json, SummaryReport};
 use crate::convert::{convert, Destination, Options, Report};
 use crate::error::{Error, ErrorKind};
 use crate::output::window::Bounds;
+use crate::render::png::PngOptions;
 use crate::render::text::TextOptions;
 use crate::render::{self, DrawOptions, ThemeName};
 
@@ -223,6 +224,10 @@ fn draw(cli: &Cli, mut options: Options, picture: PictureArg) -> Result<Outcome,
         arrows: !cli.no_arrows,
         max_insns: cli.max_insns,
         cycles_per_column: cli.cycles_per_column,
+        max_columns: match picture {
+            PictureArg::Png => render::png::max_columns(cli.scale).min(render::DEFAULT_MAX_COLUMNS),
+            _ => render::DEFAULT_MAX_COLUMNS,
+        },
         ..DrawOptions::default()
     };
     let input = &cli.inputs[0];
@@ -230,7 +235,8 @@ fn draw(cli: &Cli, mut options: Options, picture: PictureArg) -> Result<Outcome,
     let path = cli.output.as_deref().filter(|path| path.as_os_str() != "-");
     let terminal = path.is_none() && io::stdout().is_terminal();
     let bytes = match picture {
-        PictureArg::Svg => render::svg::render(&drawing),
+        PictureArg::Svg => render::svg::render(&drawing).into_bytes(),
+        PictureArg::Png => render::png::render(&drawing, &PngOptions { scale: cli.scale })?,
         PictureArg::Text => {
             let width = cli.width.unwrap_or_else(|| {
                 std::env::var("COLUMNS")
@@ -249,15 +255,15 @@ fn draw(cli: &Cli, mut options: Options, picture: PictureArg) -> Result<Outcome,
                 color,
                 ..TextOptions::default()
             };
-            render::text::render(&drawing, &text)
+            render::text::render(&drawing, &text).into_bytes()
         }
     };
     stop_if_interrupted();
     match path {
-        Some(path) => crate::convert::write_output(path, bytes.as_bytes())?,
+        Some(path) => crate::convert::write_output(path, &bytes)?,
         None => {
             let mut stdout = io::stdout().lock();
-            stdout.write_all(bytes.as_bytes())?;
+            stdout.write_all(&bytes)?;
             stdout.flush()?;
         }
     }

@@ -1,5 +1,6 @@
 //! The command line: clap's definition of every option, and how it maps onto [`Options`].
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
@@ -195,9 +196,9 @@ pub struct Cli {
     #[arg(long, value_name = "A..B", value_parser = parse_unsigned_range, help_heading = "Windows")]
     pub insns: Option<Bounds<u64>>,
 
-    /// Draw the window instead of converting it: `svg` (a self-contained picture) or `text`
-    /// (a timeline, a letter per stage). Default: from the output's extension (`.svg`,
-    /// `.txt`). Without a window, the first 100 instructions are drawn. See docs/render.md.
+    /// Draw the window instead of converting it: `svg` (a self-contained picture), `png` (the
+    /// same picture as pixels) or `text` (a timeline, a letter per stage). Default: from the
+    /// output's extension (`.svg`, `.png`, `.txt`). Without a window, the first 100 instructions are drawn. See docs/render.md.
     #[arg(long, value_enum, value_name = "FORMAT", help_heading = "Pictures")]
     pub to: Option<PictureArg>,
 
@@ -244,6 +245,17 @@ pub struct Cli {
     #[arg(long, help_heading = "Pictures")]
     pub no_arrows: bool,
 
+    /// Pixels of a PNG per pixel of the SVG: 2 for high-DPI screens and print, 0.5 for an
+    /// overview of a large window.
+    #[arg(
+        long,
+        value_name = "S",
+        default_value_t = 1.0,
+        value_parser = parse_scale,
+        help_heading = "Pictures"
+    )]
+    pub scale: f64,
+
     /// Keep only the instructions of these thread ids (`0,2`).
     #[arg(
         long,
@@ -260,6 +272,8 @@ pub struct Cli {
 pub enum PictureArg {
     /// A self-contained SVG picture.
     Svg,
+    /// The SVG picture rendered as a PNG, with the font kanata-pp ships.
+    Png,
     /// A text timeline for the terminal.
     Text,
 }
@@ -304,6 +318,14 @@ fn parse_frame_size(text: &str) -> Result<usize, RangeError> {
             "`{text}`: a frame holds 1 byte to {} bytes",
             crate::output::seekable::MAX_FRAME_SIZE
         ))),
+    }
+}
+
+fn parse_scale(text: &str) -> Result<f64, String> {
+    match text.parse::<f64>() {
+        // Beyond 16 a pixel of the SVG is a block; below 1/100 nothing is left to see.
+        Ok(scale) if (0.01..=16.0).contains(&scale) => Ok(scale),
+        _ => Err(format!("`{text}`: a scale is a number from 0.01 to 16")),
     }
 }
 
@@ -375,11 +397,18 @@ impl Cli {
     }
 
     /// The picture this command line asks for: `--to`, else the output's extension (`.svg`,
-    /// `.txt`); `None` to convert.
+    /// `.png`, `.txt`); `None` to convert.
     ///
     /// # Errors
-    /// A usage error for a `.png` output, which is not drawn yet.
+    /// A usage error for a PNG to a terminal.
     pub fn picture(&self) -> Result<Option<PictureArg>, crate::Error> {
+        let to_stdout = self.output.as_deref().is_none_or(|p| p.as_os_str() == "-");
+        if self.to == Some(PictureArg::Png) && to_stdout && std::io::stdout().is_terminal() {
+            return Err(crate::Error::new(
+                crate::ErrorKind::Usage,
+                "a PNG is not written to a terminal: give -o PATH.png, or redirect stdout",
+            ));
+        }
         if self.to.is_some() {
             return Ok(self.to);
         }
@@ -392,11 +421,7 @@ impl Cli {
         match extension.as_deref() {
             Some("svg") => Ok(Some(PictureArg::Svg)),
             Some("txt") => Ok(Some(PictureArg::Text)),
-            Some("png") => Err(crate::Error::new(
-                crate::ErrorKind::Usage,
-                "PNG pictures are not drawn yet: write an .svg (any browser or `rsvg-convert` \
-                 turns it into a PNG)",
-            )),
+            Some("png") => Ok(Some(PictureArg::Png)),
             _ => Ok(None),
         }
     }

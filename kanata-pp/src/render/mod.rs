@@ -56,6 +56,7 @@
 //! it cuts are marked [`StageBox::clipped`], and [`Drawing::notes`] says so. An empty window is
 //! a drawing without rows and with a note.
 
+pub mod png;
 pub mod svg;
 pub mod text;
 mod theme;

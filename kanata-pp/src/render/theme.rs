@@ -161,8 +161,10 @@ pub struct Theme {
     pub font_family: &'static str,
 }
 
-/// Konata's `fontFamily` (both themes).
-const FONT_FAMILY: &str = "SFMono-Regular, Consolas, 'Liberation Mono', Menlo, Courier, monospace";
+/// Konata's `fontFamily` (both themes), after the font the PNG is drawn with
+/// ([`super::png::FONT_FAMILY`]), so that a browser that has it draws the SVG as the PNG.
+const FONT_FAMILY: &str =
+    "'DejaVu Sans Mono', SFMono-Regular, Consolas, 'Liberation Mono', Menlo, Courier, monospace";
 
 impl Theme {
     /// The theme called `name`.
