@@ -8,6 +8,7 @@ mod convert;
 mod errors;
 mod options;
 mod read;
+mod replay;
 mod table;
 mod writer;
 
@@ -29,6 +30,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(convert::stats, m)?)?;
     m.add_function(wrap_pyfunction!(read::read, m)?)?;
     m.add_function(wrap_pyfunction!(table::columns, m)?)?;
+    m.add_function(wrap_pyfunction!(replay::_replay, m)?)?;
     m.add("OPTIONS", options::keyword_names())?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

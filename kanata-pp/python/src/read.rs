@@ -3,6 +3,7 @@
 //! back by the one reader of canonical Kanata). Streaming: instructions are handed over in
 //! small batches, with the GIL released while a batch is waited for.
 
+use std::borrow::Cow;
 use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::Mutex;
@@ -15,6 +16,16 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::convert::report_object;
 use crate::errors::conversion_error;
+
+/// Label text as Konata shows it: the file's `\n` escape (how the writer writes a line
+/// break) is a line break again, as Konata's `unescapeLabels_` makes it.
+pub fn shown(text: &str) -> Cow<'_, str> {
+    if text.contains("\\n") {
+        Cow::Owned(text.replace("\\n", "\n"))
+    } else {
+        Cow::Borrowed(text)
+    }
+}
 
 /// Instructions taken from the conversion at a time.
 const BATCH: usize = 512;
@@ -172,7 +183,8 @@ impl Reader {
 /// One instruction of a trace, as Konata shows it (``read()``).
 ///
 /// ``id`` (Konata's op id), ``sim_id``, ``thread``, ``name`` (left pane label), ``detail``
-/// (mouse-over label), ``begin`` and ``end`` (Konata's cycles of ``I`` and ``R``; ``end`` is
+/// (mouse-over label; in both, and in stage notes, the file's ``\n`` escape is a line break
+/// again, as Konata shows it), ``begin`` and ``end`` (Konata's cycles of ``I`` and ``R``; ``end`` is
 /// ``None`` for one still in flight at the end), ``retired``, ``flushed``, ``retire_id``
 /// (``None`` without ``R``), ``stages`` (a list of ``Stage`` in the order they began) and
 /// ``deps`` (a list of ``(producer_id, kind)``). ``stages`` and ``deps`` are built on each
@@ -202,13 +214,13 @@ impl Instruction {
     }
     /// The type-0 label: Konata's left pane (PC and disassembly, typically).
     #[getter]
-    fn name(&self) -> &str {
-        &self.insn.name
+    fn name(&self) -> Cow<'_, str> {
+        shown(&self.insn.name)
     }
     /// The type-1 label: Konata's mouse-over detail.
     #[getter]
-    fn detail(&self) -> &str {
-        &self.insn.detail
+    fn detail(&self) -> Cow<'_, str> {
+        shown(&self.insn.detail)
     }
     /// Konata's cycle of the ``I``.
     #[getter]
@@ -245,7 +257,7 @@ impl Instruction {
                 name: s.name.clone(),
                 start: s.start,
                 end: s.end,
-                notes: s.notes.clone(),
+                notes: shown(&s.notes).into_owned(),
             }),
         )
     }
@@ -261,8 +273,8 @@ impl Instruction {
         d.set_item("id", self.insn.id)?;
         d.set_item("sim_id", self.insn.sim_id)?;
         d.set_item("thread", self.insn.thread)?;
-        d.set_item("name", &self.insn.name)?;
-        d.set_item("detail", &self.insn.detail)?;
+        d.set_item("name", self.name())?;
+        d.set_item("detail", self.detail())?;
         d.set_item("begin", self.insn.begin)?;
         d.set_item("end", self.insn.end)?;
         d.set_item("retired", self.retired())?;
@@ -273,7 +285,7 @@ impl Instruction {
             self.insn
                 .stages
                 .iter()
-                .map(|s| (s.lane, s.name.as_str(), s.start, s.end, s.notes.as_str())),
+                .map(|s| (s.lane, s.name.as_str(), s.start, s.end, shown(&s.notes))),
         )?;
         d.set_item("stages", stages)?;
         d.set_item("deps", self.deps(py)?)?;

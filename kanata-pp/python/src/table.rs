@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
 
 use crate::errors::conversion_error;
+use crate::read::shown;
 
 /// One row per what.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -295,7 +296,7 @@ impl Columns {
                     c[3].push_name(&s.name);
                     c[4].push_int(Some(s.start as i64));
                     c[5].push_int(s.end.map(|e| e as i64));
-                    c[6].push_text(&s.notes);
+                    c[6].push_text(&shown(&s.notes));
                 }
             }
             Per::Instruction => {
@@ -308,8 +309,8 @@ impl Columns {
                 c[0].push_int(Some(id));
                 c[1].push_int(Some(sim_id));
                 c[2].push_int(Some(insn.thread));
-                c[3].push_text(&insn.name);
-                c[4].push_text(&insn.detail);
+                c[3].push_text(&shown(&insn.name));
+                c[4].push_text(&shown(&insn.detail));
                 c[5].push_int(Some(insn.begin as i64));
                 c[6].push_int(insn.end.map(|e| e as i64));
                 c[7].push_bool(insn.retire.is_some_and(|r| !r.flushed));
