@@ -824,3 +824,50 @@ fn no_arrows_when_turned_off() {
     assert!(!render::svg::render(&drawing).contains("class=\"arrow\""));
     let _ = Colour::rgb(0, 0, 0);
 }
+
+#[test]
+fn small_scales_leave_out_what_konata_leaves_out_zoomed_out() {
+    let input = sample("pipeline_sim.kanata");
+    let drawing = render::draw_trace(&input, &first_100(), &DrawOptions::default()).unwrap();
+    let count = |svg: &str, what: &dyn Fn(&roxmltree::Node<'_, '_>) -> bool| {
+        roxmltree::Document::parse(svg)
+            .unwrap()
+            .descendants()
+            .filter(|n| what(n))
+            .count()
+    };
+    let stage_texts = |n: &roxmltree::Node<'_, '_>| {
+        n.has_tag_name("text") && n.ancestors().any(|a| class(&a, "stage"))
+    };
+    let bordered = |n: &roxmltree::Node<'_, '_>| {
+        n.has_tag_name("rect")
+            && n.attribute("stroke").is_some()
+            && n.parent().is_some_and(|p| class(&p, "stage"))
+    };
+    let arrows = |n: &roxmltree::Node<'_, '_>| class(n, "arrow");
+    let full = render::svg::render(&drawing);
+    let boxes = count(&full, &|n| class(n, "stage"));
+    assert!(count(&full, &stage_texts) > 0 && count(&full, &arrows) > 0);
+    assert_eq!(count(&full, &bordered), boxes);
+    // 0.4: about 10 pixels a row, too small to read; borders and arrows stay.
+    let svg = render::svg::render_with(&drawing, render::svg::Detail::at(0.4));
+    assert_eq!(count(&svg, &stage_texts), 0);
+    assert_eq!(count(&svg, &bordered), boxes);
+    assert_eq!(count(&svg, &arrows), count(&full, &arrows));
+    // 0.15: the boxes alone, a row high.
+    let svg = render::svg::render_with(&drawing, render::svg::Detail::at(0.15));
+    assert_eq!(count(&svg, &|n| class(n, "stage")), boxes);
+    assert_eq!(count(&svg, &bordered) + count(&svg, &arrows), 0);
+    let rect = roxmltree::Document::parse(&svg)
+        .unwrap()
+        .descendants()
+        .find(|n| n.has_tag_name("rect") && n.parent().is_some_and(|p| class(&p, "stage")))
+        .map(|n| parse_num(n, "height"))
+        .unwrap();
+    assert_eq!(rect, ROW_HEIGHT);
+    // The PNG at a small scale is drawn from that SVG.
+    let png = render::png::render(&drawing, &PngOptions { scale: 0.15 }).unwrap();
+    let pixels = Pixels::decode(&png);
+    let (w, h) = render::png::size(&drawing, 0.15);
+    assert_eq!((pixels.width as u64, pixels.height as u64), (w, h));
+}

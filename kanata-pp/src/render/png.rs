@@ -14,6 +14,13 @@
 //! no glyph for (CJK, emoji) are left out of the PNG (the SVG keeps them as text, and a
 //! browser draws them with its own fonts).
 //!
+//! # Scale
+//!
+//! [`PngOptions::scale`] is Konata's zoom: a picture drawn at a small scale leaves out what
+//! Konata leaves out at that zoom ([`svg::Detail::at`]): the stage names and cycle counts
+//! below 0.43 (a row of about 10 pixels, where they could not be read), the borders (and the
+//! margins of the boxes) below 0.22, the arrows below 0.18.
+//!
 //! # Size
 //!
 //! A picture is at most [`MAX_PIXELS`] pixels and [`MAX_SIDE`] pixels a side, at the asked
@@ -120,7 +127,7 @@ pub fn check_size(drawing: &Drawing, scale: f64) -> Result<(), Error> {
 /// not render (a bug: the SVG is ours).
 pub fn render(drawing: &Drawing, options: &PngOptions) -> Result<Vec<u8>, Error> {
     check_size(drawing, options.scale)?;
-    let svg_text = svg::render(drawing);
+    let svg_text = svg::render_with(drawing, svg::Detail::at(options.scale));
     let tree = usvg::Tree::from_str(&svg_text, &usvg_options()).map_err(|e| {
         Error::new(
             ErrorKind::Io,

@@ -193,8 +193,59 @@ fn legend_text(name: &str, lane: u64) -> String {
     }
 }
 
-/// The SVG text of `drawing`.
+/// What Konata draws of the pipeline at a zoom (`KonataRenderMetrics` in
+/// `src/core/konata_renderer.ts`): below some heights of a box it leaves out the stage
+/// names and cycle counts, then the borders (and the margins above and below a box) and the
+/// arrows. A PNG drawn at a small [`--scale`](super::png::PngOptions::scale) looks as Konata
+/// looks zoomed out as far.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Detail {
+    /// Stage names and the cycles elapsed, in the boxes (`canDrawText`).
+    pub text: bool,
+    /// Box borders, and the margins above and below a box (`canDrawFrame`).
+    pub frames: bool,
+    /// Dependency arrows (`canDrawDependency`).
+    pub arrows: bool,
+}
+
+impl Detail {
+    /// Everything: Konata at zoom level 0, the SVG's own size.
+    pub const ALL: Detail = Detail {
+        text: true,
+        frames: true,
+        arrows: true,
+    };
+
+    /// What Konata draws when a row is `zoom` times its 24 pixels high: a box's border
+    /// when its height inside the margins passes `24 * 2^-2.5` pixels (Konata's default
+    /// `stageBorderMinimumLaneHeight`), arrows at the same height
+    /// (`dependencyArrowMinimumLaneHeight`), text past `24 * 2^-1.5`
+    /// (`textLabelMinimumLaneHeight`). At zoom 1 and above: everything.
+    pub fn at(zoom: f64) -> Detail {
+        let border_minimum = ROW_HEIGHT * 2f64.powf(-2.5);
+        let text_minimum = ROW_HEIGHT * 2f64.powf(-1.5);
+        let frames = (ROW_HEIGHT - LANE_MARGIN * 2.0) * zoom > border_minimum;
+        let content = if frames {
+            (ROW_HEIGHT - LANE_MARGIN * 2.0) * zoom
+        } else {
+            ROW_HEIGHT * zoom
+        };
+        Detail {
+            text: content > text_minimum,
+            frames,
+            arrows: content > border_minimum,
+        }
+    }
+}
+
+/// The SVG text of `drawing`, with everything drawn.
 pub fn render(drawing: &Drawing) -> String {
+    render_with(drawing, Detail::ALL)
+}
+
+/// The SVG text of `drawing` with the pipeline's `detail` (the PNG's at its scale). The
+/// picture's size, the left pane, the ruler and the legend are those of [`render`].
+pub fn render_with(drawing: &Drawing, detail: Detail) -> String {
     let theme = &drawing.theme;
     let g = Geometry::of(drawing);
     let mut out = String::with_capacity(4096 + drawing.rows.len() * 1024);
@@ -367,8 +418,9 @@ pub fn render(drawing: &Drawing) -> String {
         }
         let _ = writeln!(out, ">");
         let top = g.row_y(r) + PIXEL_ADJUST;
-        let rect_top = top + LANE_MARGIN;
-        let rect_height = ROW_HEIGHT - LANE_MARGIN * 2.0;
+        let margin = if detail.frames { LANE_MARGIN } else { 0.0 };
+        let rect_top = top + margin;
+        let rect_height = ROW_HEIGHT - margin * 2.0;
         for b in &row.boxes {
             let left = g.column_x(b.start_column) + PIXEL_ADJUST;
             let width = ((b.end_column - b.start_column) as f64 * COLUMN_WIDTH).max(1.0);
@@ -393,15 +445,22 @@ pub fn render(drawing: &Drawing) -> String {
             let _ = write!(out, "><title>{}</title>", esc(&tip));
             let _ = write!(
                 out,
-                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" {} stroke=\"{}\" stroke-width=\"{}\"/>",
+                "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" {}",
                 num(left),
                 num(rect_top),
                 num(width),
                 num(rect_height),
                 paint(b.colour),
-                theme.border.hex(),
-                num(theme.border_weight)
             );
+            if detail.frames {
+                let _ = write!(
+                    out,
+                    " stroke=\"{}\" stroke-width=\"{}\"",
+                    theme.border.hex(),
+                    num(theme.border_weight)
+                );
+            }
+            let _ = write!(out, "/>");
             if b.clipped {
                 // A jagged right edge: the box goes on past the picture.
                 let x = left + width;
@@ -415,33 +474,35 @@ pub fn render(drawing: &Drawing) -> String {
             }
             // The name in the first cycle, the elapsed cycles in the others (one cycle a
             // column only), where they fit.
-            let name_width = text_width(&b.name) as f64 * char_px;
-            let text_top = top + text_dy;
-            let _ = write!(out, "<g {}>", fill(theme.font));
-            if name_width <= width {
-                let margin = ((COLUMN_WIDTH - name_width) / 2.0).max(0.0);
-                let _ = write!(
-                    out,
-                    "<text x=\"{}\" y=\"{}\">{}</text>",
-                    num(g.column_x(b.start_column) + margin),
-                    num(text_top),
-                    esc(&b.name)
-                );
-            }
-            if drawing.cycles_per_column == 1 && b.start >= drawing.first_cycle {
-                let shown = b.end.min(drawing.end_cycle) - b.start;
-                for offset in 1..shown {
-                    let label = offset.to_string();
-                    let margin = ((COLUMN_WIDTH - label.len() as f64 * char_px) / 2.0).max(0.0);
+            if detail.text {
+                let name_width = text_width(&b.name) as f64 * char_px;
+                let text_top = top + text_dy;
+                let _ = write!(out, "<g {}>", fill(theme.font));
+                if name_width <= width {
+                    let margin = ((COLUMN_WIDTH - name_width) / 2.0).max(0.0);
                     let _ = write!(
                         out,
-                        "<text x=\"{}\" y=\"{}\">{label}</text>",
-                        num(g.column_x(b.start_column + offset) + margin),
+                        "<text x=\"{}\" y=\"{}\">{}</text>",
+                        num(g.column_x(b.start_column) + margin),
                         num(text_top),
+                        esc(&b.name)
                     );
                 }
+                if drawing.cycles_per_column == 1 && b.start >= drawing.first_cycle {
+                    let shown = b.end.min(drawing.end_cycle) - b.start;
+                    for offset in 1..shown {
+                        let label = offset.to_string();
+                        let margin = ((COLUMN_WIDTH - label.len() as f64 * char_px) / 2.0).max(0.0);
+                        let _ = write!(
+                            out,
+                            "<text x=\"{}\" y=\"{}\">{label}</text>",
+                            num(g.column_x(b.start_column + offset) + margin),
+                            num(text_top),
+                        );
+                    }
+                }
+                let _ = write!(out, "</g>");
             }
-            let _ = write!(out, "</g>");
             if b.flushed {
                 let _ = write!(
                     out,
@@ -464,6 +525,7 @@ pub fn render(drawing: &Drawing) -> String {
         .arrows
         .iter()
         .filter(|a| a.from_cycle < drawing.end_cycle && a.to_cycle < drawing.end_cycle)
+        .filter(|_| detail.arrows)
         .collect();
     if !drawable.is_empty() {
         let cycle = g.cycle_width;
@@ -549,6 +611,21 @@ pub fn render(drawing: &Drawing) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn detail_follows_konatas_zoom() {
+        assert_eq!(Detail::at(1.0), Detail::ALL);
+        assert_eq!(Detail::at(0.5), Detail::ALL);
+        let small = |text, frames, arrows| Detail {
+            text,
+            frames,
+            arrows,
+        };
+        assert_eq!(Detail::at(0.4), small(false, true, true));
+        // Without borders a box takes the whole row: arrows stay a little longer.
+        assert_eq!(Detail::at(0.2), small(false, false, true));
+        assert_eq!(Detail::at(0.15), small(false, false, false));
+    }
 
     #[test]
     fn numbers() {
