@@ -527,9 +527,9 @@ fn golden_pictures_of_the_sample() {
         "samples/pipeline_sim.txt changed: regenerate it (samples/README.md)"
     );
 
-    // The README's picture: the first 30 instructions as a PNG.
+    // The README's picture: 30 instructions around a mispredicted branch, as a PNG.
     let mut options = first_100();
-    options.window.insns = "0..30".parse().unwrap();
+    options.window.insns = "36..66".parse().unwrap();
     let drawing = render::draw_trace(&input, &options, &DrawOptions::default()).unwrap();
     let png = render::png::render(&drawing, &PngOptions::default()).unwrap();
     assert_eq!(

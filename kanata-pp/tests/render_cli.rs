@@ -96,7 +96,7 @@ fn png_of_the_sample_is_the_readmes_picture() {
         &[
             &sample("pipeline_sim.kanata"),
             "--insns",
-            "0..30",
+            "36..66",
             "-o",
             "fig.png",
         ],
@@ -119,7 +119,7 @@ fn png_of_the_sample_is_the_readmes_picture() {
         &[
             &sample("pipeline_sim.kanata"),
             "--insns",
-            "0..30",
+            "36..66",
             "--to",
             "png",
             "--scale",
