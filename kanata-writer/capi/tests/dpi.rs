@@ -9,8 +9,8 @@
 //!   writes (a refused call writes nothing), and `KANATA_FATAL`'s `$fatal` leaving a complete
 //!   trace.
 //!
-//! Each test skips, with a note, when `verilator` (or `$VERILATOR`) or `make` cannot be run;
-//! CI installs Verilator (`.ci/run`).
+//! Each test skips, with a note, when `verilator` (or `$VERILATOR`) or `make` cannot be run,
+//! unless `KANATA_REQUIRE_VERILATOR` is set: CI installs Verilator and sets it (`.ci/run`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -39,13 +39,17 @@ fn static_lib() -> PathBuf {
     );
 }
 
-/// `verilator` (or `$VERILATOR`), or `None` with a note when it or `make` cannot be run.
+/// `verilator` (or `$VERILATOR`), or `None` with a note when it or `make` cannot be run. With
+/// `KANATA_REQUIRE_VERILATOR` set (CI sets it) a missing tool fails the test instead.
 fn verilator() -> Option<String> {
     let verilator = std::env::var("VERILATOR").unwrap_or_else(|_| "verilator".to_string());
     for tool in [verilator.as_str(), "make"] {
         match Command::new(tool).arg("--version").output() {
             Ok(out) if out.status.success() => {}
             _ => {
+                if std::env::var_os("KANATA_REQUIRE_VERILATOR").is_some() {
+                    panic!("`{tool}` cannot be run, and KANATA_REQUIRE_VERILATOR is set");
+                }
                 eprintln!(
                     "note: skipping the DPI-C tests: `{tool}` cannot be run (install Verilator, \
                      e.g. `apt-get install verilator`, or set VERILATOR)"
