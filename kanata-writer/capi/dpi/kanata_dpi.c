@@ -99,18 +99,35 @@ static int bad_handle(int h, const char *fn) {
   return fail_msg(KW_STATUS_INVALID_ARGUMENT, fn, message);
 }
 
+static int cached_h = 0;          /* the handle looked up last ... */
+static KwWriter *cached_w = NULL; /* ... and its writer (NULL for 0) */
+
 /* The writer of handle `h` into *w: NULL for handle 0. False for a handle that is no live
  * writer. */
 static inline int lookup(int h, KwWriter **w) {
+  if (h == cached_h) {
+    *w = cached_w;
+    return 1;
+  }
   if (h == 0) {
     *w = NULL;
     return 1;
   }
   if ((unsigned)(h - 1) < (unsigned)slot_count && slots[h - 1].writer != NULL) {
-    *w = slots[h - 1].writer;
+    cached_h = h;
+    cached_w = slots[h - 1].writer;
+    *w = cached_w;
     return 1;
   }
   return 0;
+}
+
+/* A writer is gone: the cache must not give it out again. */
+static void forget(int h) {
+  if (cached_h == h) {
+    cached_h = 0;
+    cached_w = NULL;
+  }
 }
 
 #define WRITER(fn)                                   \
@@ -136,6 +153,7 @@ int kanata_dpi_fatal(int h) {
         KwWriter *w = slots[i].writer;
         slots[i].writer = NULL;
         slots[i].ended_by_fatal = 1;
+        forget(i + 1);
         (void)kw_finish(w, &slots[i].summary);
       }
     }
@@ -189,6 +207,7 @@ int kanata_dpi_finish(int h) {
   if (w == NULL) return 0;
   Slot *slot = &slots[h - 1];
   slot->writer = NULL; /* kw_finish frees it whatever the status */
+  forget(h);
   KwStatus s = kw_finish(w, &slot->summary);
   return s == KW_STATUS_OK ? 0 : fail(s, "kanata_finish");
 }
