@@ -87,7 +87,7 @@ static int fail(int status, const char *fn) {
   } while (0)
 
 static int bad_handle(int h, const char *fn) {
-  char message[160];
+  char message[256];
   if (h > 0 && h <= slot_count)
     snprintf(message, sizeof message,
              "writer handle %d was already finished (kanata_finish); nothing was written", h);
@@ -169,7 +169,7 @@ int kanata_dpi_open(const char *path, int flags, int *h_out) {
   if ((flags & ~FLAG_ALL) != 0 ||
       (flags & (FLAG_RETIRE_AT_END | FLAG_FLUSH_AT_END)) ==
           (FLAG_RETIRE_AT_END | FLAG_FLUSH_AT_END)) {
-    char message[128];
+    char message[256];
     snprintf(message, sizeof message,
              "flags %d: not a combination of KANATA_BACKGROUND, KANATA_COMPACT, "
              "KANATA_FATAL and one of KANATA_RETIRE_AT_END, KANATA_FLUSH_AT_END",

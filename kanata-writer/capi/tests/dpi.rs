@@ -9,7 +9,10 @@
 //!   writes (a refused call writes nothing), and `KANATA_FATAL`'s `$fatal` leaving a complete
 //!   trace.
 //!
-//! Each test skips, with a note, when `verilator` (or `$VERILATOR`) or `make` cannot be run,
+//! - `dpi/kanata_dpi.c` compiles without a warning as C99 and as C++ (commercial simulators
+//!   compile a DPI C file as C, Verilator as C++).
+//!
+//! Each Verilator test skips, with a note, when `verilator` (or `$VERILATOR`) or `make` cannot be run,
 //! unless `KANATA_REQUIRE_VERILATOR` is set: CI installs Verilator and sets it (`.ci/run`).
 
 use std::path::{Path, PathBuf};
@@ -355,4 +358,36 @@ fn api_testbench() {
     let text = std::fs::read(&fatal).unwrap();
     assert_eq!(String::from_utf8_lossy(&text), API_FATAL_TRACE);
     canonical::check(&text).unwrap_or_else(|v| panic!("not canonical: {v:?}"));
+}
+
+/// The C side compiles cleanly as C99 (what commercial simulators compile a DPI C file as) and
+/// as C++ (Verilator), with warnings as errors. Skips, with a note, without `cc` (or `$CC`).
+#[test]
+fn glue_compiles_as_c99_and_as_cpp() {
+    let dir = tempfile::tempdir().unwrap();
+    let include = Path::new(env!("CARGO_MANIFEST_DIR")).join("include");
+    for (var, default, args) in [
+        ("CC", "cc", &["-std=c99", "-Wpedantic"][..]),
+        ("CXX", "c++", &["-std=c++11", "-x", "c++"][..]),
+    ] {
+        let cc = std::env::var(var).unwrap_or_else(|_| default.to_string());
+        if !Command::new(&cc)
+            .arg("--version")
+            .output()
+            .is_ok_and(|o| o.status.success())
+        {
+            eprintln!("note: skipping: no compiler `{cc}` (set {var} to use another)");
+            continue;
+        }
+        let out = Command::new(&cc)
+            .args(args)
+            .args(["-Wall", "-Wextra", "-Werror", "-O2", "-c", "-I"])
+            .arg(&include)
+            .arg(dpi_dir().join("kanata_dpi.c"))
+            .arg("-o")
+            .arg(dir.path().join("kanata_dpi.o"))
+            .output()
+            .expect("run the compiler");
+        assert_success(&format!("{cc} kanata_dpi.c"), &out);
+    }
 }
