@@ -1,12 +1,14 @@
-//! Holding back the last cycles of output so that a label written after its instruction's
-//! retirement can still be placed before the `R`.
+//! Holding back the output from the `R`s of the last cycles so that a label written after
+//! its instruction's retirement can still be placed before the `R`.
 //!
 //! Simulators such as RSD learn an instruction's disassembly only after it retired, and
 //! write the label late; Konata applies such a label with a warning. With a hold-back of N
-//! cycles the writer keeps the lines of the last N cycles in its buffer and remembers where
-//! each recent `R` line starts, so that a late label can be spliced in right before it.
-//! Late labels are rare, so the splice (a move of at most N cycles of text) costs nothing
-//! that matters; the common path pays only for a mark per cycle and per `R`.
+//! cycles the writer remembers where each `R` line of the last N cycles starts, and keeps
+//! the lines from the oldest of them on in its buffer, so that a late label can be spliced
+//! in right before its `R`. Nothing is ever spliced anywhere else, so everything before that
+//! `R` is handed over: a cycle with no `R` (one instruction's 100 MB of labels) holds
+//! nothing back. Late labels are rare, so the splice (a move of at most N cycles of text)
+//! costs nothing that matters; the common path pays only for a mark per `R`.
 
 use std::collections::VecDeque;
 
@@ -15,8 +17,6 @@ use std::collections::VecDeque;
 pub(crate) struct Holdback {
     /// How many cycles back a late label may still be placed.
     pub(crate) cycles: u64,
-    /// (stream position of the `C` line, cycle) for every cycle still in the buffer.
-    cycle_marks: VecDeque<(u64, i64)>,
     /// Every `R` still in the buffer, oldest first.
     retire_marks: VecDeque<RetireMark>,
 }
@@ -36,35 +36,27 @@ impl Holdback {
     pub(crate) fn new(cycles: u64) -> Holdback {
         Holdback {
             cycles,
-            cycle_marks: VecDeque::new(),
             retire_marks: VecDeque::new(),
         }
-    }
-
-    pub(crate) fn mark_cycle(&mut self, pos: u64, cycle: i64) {
-        self.cycle_marks.push_back((pos, cycle));
     }
 
     pub(crate) fn mark_retire(&mut self, mark: RetireMark) {
         self.retire_marks.push_back(mark);
     }
 
-    /// The stream position before which every line is older than the hold-back window at
-    /// `cycle`, so may be handed to the output. `end` is the stream position of the buffer's
-    /// end.
+    /// The stream position before which no late label can go at `cycle` or later: the start
+    /// of the oldest `R` at most the window's cycles old, else `end`, the stream position of
+    /// the buffer's end.
     pub(crate) fn releasable(&self, cycle: i64, end: u64) -> u64 {
         let cutoff = cycle.saturating_sub_unsigned(self.cycles);
-        self.cycle_marks
+        self.retire_marks
             .iter()
-            .find(|&&(_, c)| c >= cutoff)
-            .map_or(end, |&(pos, _)| pos)
+            .find(|m| m.cycle >= cutoff)
+            .map_or(end, |m| m.pos)
     }
 
     /// Forgets the marks of lines before stream position `pos`, which were handed over.
     pub(crate) fn released(&mut self, pos: u64) {
-        while self.cycle_marks.front().is_some_and(|&(p, _)| p < pos) {
-            self.cycle_marks.pop_front();
-        }
         while self.retire_marks.front().is_some_and(|m| m.pos < pos) {
             self.retire_marks.pop_front();
         }
@@ -89,12 +81,6 @@ impl Holdback {
 
     /// `len` bytes were inserted at stream position `pos`: every line from there on moved.
     pub(crate) fn inserted(&mut self, pos: u64, len: u64) {
-        for mark in self.cycle_marks.iter_mut().rev() {
-            if mark.0 < pos {
-                break;
-            }
-            mark.0 += len;
-        }
         for mark in self.retire_marks.iter_mut().rev() {
             if mark.pos < pos {
                 break;

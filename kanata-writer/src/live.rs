@@ -5,8 +5,13 @@
 //! when it must span more). An instruction that outlives a long run of younger ones (a leak in
 //! the simulator, or one that is simply never retired) would pin the ring and make it grow
 //! with every later instruction, so once the ring spans more than [`RING_SPAN`] ids its
-//! oldest live entries move to a side map. Memory therefore follows the number of
+//! oldest live entries move aside, to [`Sleepers`]. Memory therefore follows the number of
 //! instructions in flight, not the length of the run.
+//!
+//! Simulators that never report flushes leave hundreds of thousands of such instructions
+//! behind, so a sleeper costs 16 bytes (its id, its flags and the open stages of lanes 0 and
+//! 1), in a vector sorted by id: instructions move aside in id order, so it only grows at its
+//! end. One that is used again wakes into a full [`InsnState`] for as long as it is used.
 
 use std::collections::BTreeMap;
 
@@ -100,7 +105,7 @@ pub(crate) struct LiveSet {
     base: u64,
     next: u64,
     /// Live instructions older than `base`.
-    stragglers: BTreeMap<u64, InsnState>,
+    sleepers: Sleepers,
     live: u64,
 }
 
@@ -108,6 +113,166 @@ pub(crate) struct LiveSet {
 struct Slot {
     tag: u64,
     state: InsnState,
+}
+
+/// A live instruction moved out of the ring, in 16 bytes.
+#[derive(Clone, Copy, Debug)]
+struct Sleeper {
+    /// The id in the low 60 bits (the writer mints ids from 0 up: 2^60 is out of reach), and
+    /// the [`Sleeper`] flags in the top 4.
+    key: u64,
+    /// The open stages of lanes 0 and 1.
+    open: [Option<Stage>; 2],
+}
+
+impl Sleeper {
+    const ID_BITS: u64 = (1 << 60) - 1;
+    /// It has entered a stage ([`InsnState::entered`]).
+    const ENTERED: u64 = 1 << 60;
+    /// Lanes 2 and up have open stages, kept in [`Sleepers::other`].
+    const OTHER: u64 = 1 << 61;
+    /// It is awake: its state is in [`Sleepers::awake`], not here.
+    const AWAKE: u64 = 1 << 62;
+    /// It has ended.
+    const DEAD: u64 = 1 << 63;
+
+    fn id(&self) -> u64 {
+        self.key & Sleeper::ID_BITS
+    }
+}
+
+/// The live instructions older than the ring.
+#[derive(Debug, Default)]
+struct Sleepers {
+    /// Sorted by id; ended ones stay, marked [`Sleeper::DEAD`], until they are half.
+    asleep: Vec<Sleeper>,
+    dead: usize,
+    /// The open stages of lanes 2 and up of the sleepers that have some.
+    other: BTreeMap<u64, Vec<(Lane, Stage)>>,
+    /// Sleepers being used, whole: put back to sleep once there are [`MAX_AWAKE`].
+    awake: BTreeMap<u64, InsnState>,
+}
+
+/// How many sleepers may be awake at once.
+const MAX_AWAKE: usize = 256;
+
+impl Sleepers {
+    /// Puts `id` to sleep: older than every sleeper.
+    fn add(&mut self, id: u64, state: InsnState) {
+        debug_assert!(self.asleep.last().is_none_or(|s| s.id() < id) && id <= Sleeper::ID_BITS);
+        if self.asleep.len() == self.asleep.capacity() {
+            // Grow by half, not double: this vector is what long traces leave behind.
+            self.asleep.reserve_exact((self.asleep.len() / 2).max(64));
+        }
+        self.asleep.push(Sleeper {
+            key: id,
+            open: [None; 2],
+        });
+        let at = self.asleep.len() - 1;
+        self.store(at, state);
+    }
+
+    /// Writes `state` into sleeper `at`.
+    fn store(&mut self, at: usize, state: InsnState) {
+        let sleeper = &mut self.asleep[at];
+        let id = sleeper.id();
+        sleeper.key = id;
+        sleeper.open = state.open;
+        if state.entered {
+            sleeper.key |= Sleeper::ENTERED;
+        }
+        if state.open_other.is_empty() {
+            self.other.remove(&id);
+        } else {
+            sleeper.key |= Sleeper::OTHER;
+            self.other.insert(id, state.open_other);
+        }
+    }
+
+    fn find(&self, id: u64) -> Option<usize> {
+        let at = self.asleep.binary_search_by_key(&id, Sleeper::id).ok()?;
+        (self.asleep[at].key & Sleeper::DEAD == 0).then_some(at)
+    }
+
+    fn contains(&self, id: u64) -> bool {
+        self.find(id).is_some()
+    }
+
+    /// The open stage of sleeper `id` in `lane`, without waking it.
+    fn open_in(&self, id: u64, lane: Lane) -> Option<Stage> {
+        let at = self.find(id)?;
+        if let Some(state) = self.awake.get(&id) {
+            return state.open_in(lane);
+        }
+        match self.asleep[at].open.get(lane.get() as usize) {
+            Some(&stage) => stage,
+            None => self
+                .other
+                .get(&id)?
+                .iter()
+                .find(|&&(l, _)| l == lane)
+                .map(|&(_, stage)| stage),
+        }
+    }
+
+    /// The state of sleeper `id`, awake.
+    fn wake(&mut self, id: u64) -> Option<&mut InsnState> {
+        let at = self.find(id)?;
+        if self.asleep[at].key & Sleeper::AWAKE == 0 {
+            if self.awake.len() >= MAX_AWAKE {
+                self.sleep_all();
+            }
+            let sleeper = &mut self.asleep[at];
+            sleeper.key |= Sleeper::AWAKE;
+            let state = InsnState {
+                head: LineHead::new(id),
+                open: sleeper.open,
+                open_other: if sleeper.key & Sleeper::OTHER != 0 {
+                    self.other.remove(&id).unwrap_or_default()
+                } else {
+                    Vec::new()
+                },
+                entered: sleeper.key & Sleeper::ENTERED != 0,
+            };
+            self.awake.insert(id, state);
+        }
+        self.awake.get_mut(&id)
+    }
+
+    #[cold]
+    fn sleep_all(&mut self) {
+        for (id, state) in std::mem::take(&mut self.awake) {
+            if let Some(at) = self.find(id) {
+                self.store(at, state);
+            }
+        }
+    }
+
+    /// Ends sleeper `id`; whether it was one.
+    fn end(&mut self, id: u64) -> bool {
+        let Some(at) = self.find(id) else {
+            return false;
+        };
+        self.asleep[at].key |= Sleeper::DEAD;
+        self.awake.remove(&id);
+        self.other.remove(&id);
+        self.dead += 1;
+        if self.dead * 2 > self.asleep.len() {
+            self.asleep.retain(|s| s.key & Sleeper::DEAD == 0);
+            self.dead = 0;
+            if self.asleep.capacity() > self.asleep.len() * 2 {
+                self.asleep.shrink_to(self.asleep.len() * 3 / 2);
+            }
+        }
+        true
+    }
+
+    fn ids(&self) -> impl Iterator<Item = u64> + '_ {
+        self.asleep
+            .iter()
+            .filter(|s| s.key & Sleeper::DEAD == 0)
+            .map(Sleeper::id)
+    }
 }
 
 impl Default for LiveSet {
@@ -132,7 +297,7 @@ impl LiveSet {
             mask: n as u64 - 1,
             base: 0,
             next: 0,
-            stragglers: BTreeMap::new(),
+            sleepers: Sleepers::default(),
             live: 0,
         }
     }
@@ -188,7 +353,7 @@ impl LiveSet {
             if slot.tag == self.base {
                 slot.tag = LiveSet::vacant(index);
                 let state = std::mem::take(&mut slot.state);
-                self.stragglers.insert(self.base, state);
+                self.sleepers.add(self.base, state);
             }
             self.base += 1;
             self.pop_ended_front();
@@ -209,23 +374,28 @@ impl LiveSet {
     #[cold]
     #[inline(never)]
     fn straggler_mut(&mut self, id: u64) -> Option<&mut InsnState> {
-        self.stragglers.get_mut(&id)
+        self.sleepers.wake(id)
     }
 
+    /// The state of `id`, if live (a sleeper is woken, hence `&mut self`).
     #[inline(always)]
-    pub(crate) fn get(&self, id: u64) -> Option<&InsnState> {
+    pub(crate) fn get(&mut self, id: u64) -> Option<&InsnState> {
+        self.get_mut(id).map(|state| &*state)
+    }
+
+    /// Whether `id` is live.
+    pub(crate) fn contains(&self, id: u64) -> bool {
+        self.slots[(id & self.mask) as usize].tag == id || self.sleepers.contains(id)
+    }
+
+    /// The open stage of live instruction `id` in `lane`.
+    pub(crate) fn open_in(&self, id: u64, lane: Lane) -> Option<Stage> {
         let slot = &self.slots[(id & self.mask) as usize];
         if slot.tag == id {
-            Some(&slot.state)
+            slot.state.open_in(lane)
         } else {
-            self.straggler(id)
+            self.sleepers.open_in(id, lane)
         }
-    }
-
-    #[cold]
-    #[inline(never)]
-    fn straggler(&self, id: u64) -> Option<&InsnState> {
-        self.stragglers.get(&id)
     }
 
     /// Ends instruction `id`, if live. Its state stays in the slot until a new instruction
@@ -247,7 +417,7 @@ impl LiveSet {
 
     #[cold]
     fn end_straggler(&mut self, id: u64) {
-        if self.stragglers.remove(&id).is_some() {
+        if self.sleepers.end(id) {
             self.live -= 1;
         }
     }
@@ -269,7 +439,7 @@ impl LiveSet {
     pub(crate) fn ids(&self) -> Vec<u64> {
         let ring =
             (self.base..self.next).filter(|&id| self.slots[(id & self.mask) as usize].tag == id);
-        self.stragglers.keys().copied().chain(ring).collect()
+        self.sleepers.ids().chain(ring).collect()
     }
 }
 
@@ -293,12 +463,83 @@ mod tests {
             "ring holds {} slots",
             live.slots.len()
         );
-        assert_eq!(live.stragglers.len(), 1);
+        assert_eq!(live.sleepers.ids().count(), 1);
         assert!(live.get_mut(0).is_some());
         assert_eq!(live.ids(), vec![0]);
         live.end(0);
         assert_eq!(live.len(), 0);
         assert!(live.get_mut(0).is_none());
+    }
+
+    #[test]
+    fn sleepers_keep_their_state_through_waking_and_sleeping() {
+        let mut live = LiveSet::default();
+        let mut stages = crate::stage::StageTable::new(false);
+        let (f, x) = (stages.intern("F").unwrap(), stages.intern("X").unwrap());
+        let leaked = 4 * MAX_AWAKE as u64;
+        for id in 0..leaked {
+            live.push(id, &LineHead::new(id));
+            let state = live.get_mut(id).unwrap();
+            state.open(Lane::MAIN, f);
+            if id % 3 == 0 {
+                state.open(Lane::new(4), x);
+            }
+        }
+        // Push them all out of the ring with instructions that end at once.
+        for id in leaked..leaked + 2 * RING_SPAN as u64 {
+            live.push(id, &LineHead::new(id));
+            live.end(id);
+        }
+        assert_eq!(live.len(), leaked);
+        assert_eq!(live.ids(), (0..leaked).collect::<Vec<_>>());
+        // Wake every one (more than MAX_AWAKE: the earlier ones go back to sleep), change
+        // some, end some.
+        for id in 0..leaked {
+            assert_eq!(live.open_in(id, Lane::MAIN), Some(f));
+            let state = live.get_mut(id).unwrap();
+            assert!(state.entered);
+            assert_eq!(state.open_in(Lane::new(4)), (id % 3 == 0).then_some(x));
+            let head = format!("{:?}", state.head);
+            assert_eq!(head, format!("{:?}", LineHead::new(id)), "the head of {id}");
+            if id % 2 == 0 {
+                state.close(Lane::MAIN);
+                state.open(Lane::new(1), x);
+            }
+            if id % 5 == 0 {
+                live.end(id);
+            }
+        }
+        for id in 0..leaked {
+            assert_eq!(live.contains(id), id % 5 != 0, "{id}");
+            if id % 5 == 0 {
+                assert!(live.get(id).is_none());
+                continue;
+            }
+            let want = if id % 2 == 0 {
+                (None, Some(x))
+            } else {
+                (Some(f), None)
+            };
+            assert_eq!(
+                (live.open_in(id, Lane::MAIN), live.open_in(id, Lane::new(1))),
+                want
+            );
+            assert_eq!(live.open_in(id, Lane::new(4)), (id % 3 == 0).then_some(x));
+        }
+        for id in 0..leaked {
+            live.end(id);
+        }
+        assert_eq!(live.len(), 0);
+        assert!(live.ids().is_empty());
+        assert!(
+            live.sleepers.asleep.len() < 64,
+            "ended sleepers are dropped"
+        );
+    }
+
+    #[test]
+    fn a_sleeper_is_16_bytes() {
+        assert_eq!(std::mem::size_of::<Sleeper>(), 16);
     }
 
     #[test]

@@ -1103,12 +1103,12 @@ impl<W: Write> Writer<W> {
 
     /// Whether `insn` is live: traced, begun and not yet retired or flushed.
     pub fn is_live(&self, insn: InsnId) -> bool {
-        self.live.get(insn.0).is_some()
+        self.live.contains(insn.0)
     }
 
     /// The open stage of `insn` in `lane`, if it is live and has one.
     pub fn open_stage(&self, insn: InsnId, lane: Lane) -> Option<Stage> {
-        self.live.get(insn.0)?.open_in(lane)
+        self.live.open_in(insn.0, lane)
     }
 
     /// What has been written so far.
@@ -1222,9 +1222,6 @@ impl<W: Write> Writer<W> {
             // Konata's timeline starts at the first line whatever `C=` says, so the trace
             // starts where the window opens, not at the simulator's cycle 0.
             if !self.out.discard {
-                if let Some(holdback) = self.out.holdback.as_mut() {
-                    holdback.mark_cycle(self.out.text_bytes + self.out.pos as u64, self.out.cycle);
-                }
                 self.out.scratch.clear();
                 encode::header(&mut self.out.scratch, self.out.cycle);
                 self.out.put_scratch();
@@ -1331,9 +1328,6 @@ impl Out {
     #[inline(never)]
     fn write_cycle(&mut self) {
         if !self.discard {
-            if let Some(holdback) = self.holdback.as_mut() {
-                holdback.mark_cycle(self.text_bytes + self.pos as u64, self.cycle);
-            }
             // cycle > written_cycle always holds: time only moves forward.
             let delta = self.cycle.wrapping_sub(self.written_cycle) as u64;
             self.pos = encode::cycle_fast(&mut self.buf, self.pos, delta);

@@ -6,6 +6,11 @@
 //! finished one among the last [`PRODUCER_HORIZON`] instructions. Live instructions sit in a
 //! small map; finished ones in a larger one that forgets instructions once they fall behind
 //! the horizon, so memory stays bounded however long the log is.
+//!
+//! Simulators that never report flushes leave hundreds of thousands of instructions open
+//! that nothing names again. Once more than [`LIVE_SPAN`] are live (and ids increase), the
+//! oldest move from the map to a vector sorted by input id, 16 bytes each, where they are
+//! found by binary search; one that is named again moves back.
 
 use std::collections::HashMap;
 use std::collections::VecDeque;
@@ -15,6 +20,9 @@ use kanata_writer::InsnId;
 
 /// How many instructions back a dependency may name a finished producer.
 pub(crate) const PRODUCER_HORIZON: u64 = 1 << 20;
+
+/// How many live instructions the map holds before the oldest move to [`Ids::old`].
+pub(crate) const LIVE_SPAN: usize = 1 << 16;
 
 /// A multiplicative hash for integer keys: file ids are mostly sequential, and SipHash's
 /// resistance to chosen keys buys nothing here.
@@ -82,28 +90,108 @@ pub(crate) struct Ids<L> {
     recent: VecDeque<i64>,
     /// Output id of `recent[0]`.
     recent_base: u64,
+    /// Live instructions moved out of `live`, sorted by input id (ids were increasing when
+    /// they moved); ended ones are marked with [`DEAD`] until they are half.
+    old: Vec<(i64, InsnId)>,
+    old_dead: usize,
+    /// What the caller keeps for the instructions in `old`, where it is not the default.
+    old_keep: IdMap<i64, L>,
+    /// The output id of the next instruction to move to `old` when the map is full.
+    demote_next: u64,
 }
 
-impl<L> Ids<L> {
+/// The mark of an ended instruction in [`Ids::old`].
+const DEAD: InsnId = InsnId::from_raw(u64::MAX);
+
+impl<L: Default + PartialEq> Ids<L> {
     pub(crate) fn new() -> Ids<L> {
         Ids {
             live: IdMap::default(),
             finished: None,
             recent: VecDeque::new(),
             recent_base: 0,
+            old: Vec::new(),
+            old_dead: 0,
+            old_keep: IdMap::default(),
+            demote_next: 0,
         }
     }
 
     /// The live instruction with input id `id`, and what the caller keeps for it.
     #[inline]
     pub(crate) fn live(&mut self, id: i64) -> Option<&mut (InsnId, L)> {
+        if !self.live.contains_key(&id) && !self.promote(id) {
+            return None;
+        }
         self.live.get_mut(&id)
+    }
+
+    /// Where `id` is in [`Ids::old`], if it is there and live.
+    fn find_old(&self, id: i64) -> Option<usize> {
+        if self.old.last().is_none_or(|&(last, _)| id > last) {
+            return None;
+        }
+        let at = self.old.binary_search_by_key(&id, |&(i, _)| i).ok()?;
+        (self.old[at].1 != DEAD).then_some(at)
+    }
+
+    /// Takes `id` out of [`Ids::old`], with what the caller keeps for it.
+    fn take_old(&mut self, id: i64) -> Option<(InsnId, L)> {
+        let at = self.find_old(id)?;
+        let insn = std::mem::replace(&mut self.old[at].1, DEAD);
+        self.old_dead += 1;
+        if self.old_dead * 2 > self.old.len() {
+            self.old.retain(|&(_, insn)| insn != DEAD);
+            self.old_dead = 0;
+        }
+        Some((insn, self.old_keep.remove(&id).unwrap_or_default()))
+    }
+
+    /// Moves `id` back from [`Ids::old`] to the map; whether it was there.
+    #[cold]
+    fn promote(&mut self, id: i64) -> bool {
+        match self.take_old(id) {
+            Some(entry) => {
+                self.live.insert(id, entry);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Moves the oldest live instructions from the map to [`Ids::old`] until it holds
+    /// [`LIVE_SPAN`]; ids are increasing.
+    #[cold]
+    fn demote(&mut self) {
+        self.demote_next = self.demote_next.max(self.recent_base);
+        while self.live.len() > LIVE_SPAN {
+            let Some(&id) = self
+                .recent
+                .get((self.demote_next - self.recent_base) as usize)
+            else {
+                break;
+            };
+            self.demote_next += 1;
+            if let Some((insn, keep)) = self.live.remove(&id) {
+                if self.old.len() == self.old.capacity() {
+                    // Grow by half, not double: this vector is what long traces leave.
+                    self.old.reserve_exact((self.old.len() / 2).max(1024));
+                }
+                self.old.push((id, insn));
+                if keep != L::default() {
+                    self.old_keep.insert(id, keep);
+                }
+            }
+        }
     }
 
     /// What `id` names now.
     pub(crate) fn resolve(&self, id: i64) -> Resolved {
         if let Some(&(insn, _)) = self.live.get(&id) {
             return Resolved::Live(insn);
+        }
+        if let Some(at) = self.find_old(id) {
+            return Resolved::Live(self.old[at].1);
         }
         let found = match &self.finished {
             Some(finished) => finished.get(&id).copied(),
@@ -132,6 +220,9 @@ impl<L> Ids<L> {
             finished.remove(&id);
         }
         self.live.insert(id, (insn, keep));
+        if self.live.len() > LIVE_SPAN && self.finished.is_none() {
+            self.demote();
+        }
         if self.recent.is_empty() {
             self.recent_base = out_id(insn);
         }
@@ -163,7 +254,10 @@ impl<L> Ids<L> {
 
     /// The live instruction `id` ended.
     pub(crate) fn end(&mut self, id: i64) -> Option<(InsnId, L)> {
-        let (insn, keep) = self.live.remove(&id)?;
+        let (insn, keep) = match self.live.remove(&id) {
+            Some(entry) => entry,
+            None => self.take_old(id)?,
+        };
         if let Some(finished) = &mut self.finished {
             if out_id(insn) >= self.recent_base {
                 finished.insert(id, insn);
@@ -178,6 +272,7 @@ impl<L> Ids<L> {
             .live
             .iter()
             .map(|(&id, &(insn, _))| (id, insn))
+            .chain(self.old.iter().copied().filter(|&(_, insn)| insn != DEAD))
             .collect();
         live.sort_by_key(|&(_, insn)| insn);
         live
@@ -219,5 +314,42 @@ mod tests {
             Resolved::Finished(insn(3)),
             "the most recent instance"
         );
+    }
+
+    #[test]
+    fn the_oldest_of_many_live_instructions_move_aside_and_come_back() {
+        let mut ids = Ids::<u8>::new();
+        let n = 3 * LIVE_SPAN as i64;
+        for id in 0..n {
+            // Every hundredth keeps something (as --dedupe does).
+            ids.begin(id * 2, insn(id as u64), u8::from(id % 100 == 0));
+        }
+        assert_eq!(ids.live.len(), LIVE_SPAN);
+        assert_eq!(ids.old.len(), n as usize - LIVE_SPAN);
+        assert_eq!(ids.resolve(2 * 7), Resolved::Live(insn(7)));
+        assert_eq!(ids.resolve(2 * 7 + 1), Resolved::Unknown);
+        // Named again: back in the map, with what it kept.
+        assert_eq!(ids.live(0).map(|e| *e), Some((insn(0), 1)));
+        assert_eq!(ids.live(2).map(|e| *e), Some((insn(1), 0)));
+        assert!(ids.live.contains_key(&0));
+        // Ended from either place.
+        assert_eq!(ids.end(2 * 100), Some((insn(100), 1)));
+        assert_eq!(ids.end(2 * 101), Some((insn(101), 0)));
+        assert_eq!(ids.resolve(2 * 100), Resolved::Finished(insn(100)));
+        assert_eq!(ids.end(2 * 101), None);
+        let order = ids.live_in_order();
+        assert_eq!(order.len(), n as usize - 2);
+        assert!(order.windows(2).all(|w| w[0].1 < w[1].1));
+        // Ids that stop increasing: the map takes over; the moved ones are still found.
+        ids.begin(2 * 101, insn(n as u64), 0);
+        assert!(ids.finished.is_some());
+        assert_eq!(ids.resolve(2 * 101), Resolved::Live(insn(n as u64)));
+        assert_eq!(ids.resolve(2 * 50), Resolved::Live(insn(50)));
+        // Ending most of the moved ones drops them.
+        for id in 0..(n - LIVE_SPAN as i64) {
+            ids.end(id * 2);
+        }
+        assert!(ids.old.len() < n as usize / 2, "{}", ids.old.len());
+        assert!(ids.old_keep.is_empty());
     }
 }

@@ -76,13 +76,28 @@ enum Phase {
     Body,
 }
 
-/// What the normalizer keeps per live instruction.
-#[derive(Clone, Debug, Default)]
-struct LiveInsn {
+/// What the normalizer keeps per live instruction: nothing, unless `--dedupe` or
+/// `--stretch-zero` needs it (an open instruction that does nothing must cost next to
+/// nothing: some logs leave hundreds of thousands of them).
+#[derive(Clone, Debug, Default, PartialEq)]
+struct LiveInsn(Option<Box<LiveExtra>>);
+
+#[derive(Clone, Debug, Default, PartialEq)]
+struct LiveExtra {
     /// Q16: a hash of the last label of each type (0: none yet).
     last_label: [u64; 3],
     /// Q17: the cycle each lane's open stage started at (only kept with `stretch_zero`).
     started: Vec<(u32, i64)>,
+}
+
+impl LiveInsn {
+    fn extra(&mut self) -> &mut LiveExtra {
+        self.0.get_or_insert_with(Box::default)
+    }
+
+    fn started(&self) -> &[(u32, i64)] {
+        self.0.as_ref().map_or(&[], |extra| &extra.started)
+    }
 }
 
 /// Q17: the commands of instructions whose zero-length stage is being stretched. Once one
@@ -377,7 +392,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     fn opened_this_cycle(&mut self, id: i64, lane: Option<u32>) -> bool {
         let now = self.writer.as_ref().map_or(0, |w| w.cycle());
         self.ids.live(id).is_some_and(|(_, live)| {
-            live.started
+            live.started()
                 .iter()
                 .any(|&(l, start)| start == now && lane.is_none_or(|lane| lane == l))
         })
@@ -459,7 +474,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         if self.repairs.dedupe && !late {
             let hash = text_hash(text);
             if let Some((_, live)) = self.ids.live(id) {
-                let last = &mut live.last_label[usize::from(kind)];
+                let last = &mut live.extra().last_label[usize::from(kind)];
                 if *last == hash {
                     diag.report(Rule::Q16, line, || "repeated label dropped".to_owned());
                     return Ok(());
@@ -622,15 +637,16 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             if dedupe {
                 // A stage note repeats legitimately on another stage: compare notes within
                 // one stage only.
-                if let Some((_, live)) = self.ids.live(id) {
-                    live.last_label[2] = 0;
+                if let Some((_, LiveInsn(Some(extra)))) = self.ids.live(id) {
+                    extra.last_label[2] = 0;
                 }
             }
             if self.repairs.stretch_zero {
                 let now = self.writer().cycle();
                 if let Some((_, live)) = self.ids.live(id) {
-                    live.started.retain(|&(l, _)| l != lane_number);
-                    live.started.push((lane_number, now));
+                    let started = &mut live.extra().started;
+                    started.retain(|&(l, _)| l != lane_number);
+                    started.push((lane_number, now));
                 }
             }
         }
@@ -640,8 +656,8 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     /// Q17 bookkeeping: the stage of `lane` closed.
     fn stage_closed(&mut self, id: i64, lane: u32) {
         if self.repairs.stretch_zero {
-            if let Some((_, live)) = self.ids.live(id) {
-                live.started.retain(|&(l, _)| l != lane);
+            if let Some((_, LiveInsn(Some(extra)))) = self.ids.live(id) {
+                extra.started.retain(|&(l, _)| l != lane);
             }
         }
     }
