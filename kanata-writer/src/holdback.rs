@@ -89,3 +89,62 @@ impl Holdback {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::Write;
+    use std::sync::{Arc, Mutex};
+
+    fn mark(insn: u64, pos: u64, cycle: i64) -> RetireMark {
+        RetireMark {
+            insn,
+            pos,
+            cycle,
+            entered: true,
+        }
+    }
+
+    #[test]
+    fn only_the_rs_a_late_label_may_reach_are_held() {
+        let mut holdback = Holdback::new(10);
+        assert_eq!(holdback.releasable(5, 1000), 1000, "no R: nothing held");
+        holdback.mark_retire(mark(0, 100, 1));
+        holdback.mark_retire(mark(1, 300, 8));
+        assert_eq!(holdback.releasable(5, 1000), 100);
+        // At cycle 15 the R of cycle 1 is out of reach.
+        assert_eq!(holdback.releasable(15, 1000), 300);
+        assert_eq!(holdback.releasable(30, 1000), 1000);
+    }
+
+    /// A sink that counts what it was handed.
+    struct Counted(Arc<Mutex<usize>>);
+
+    impl Write for Counted {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            *self.0.lock().unwrap() += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_huge_label_in_one_cycle_is_not_held_back() {
+        let handed = Arc::new(Mutex::new(0));
+        let mut w = crate::WriterBuilder::new()
+            .late_labels(64)
+            .from_writer(Counted(Arc::clone(&handed)))
+            .unwrap();
+        let i = w.begin(0, 0).unwrap();
+        let text = "x".repeat(1000);
+        for _ in 0..10_000 {
+            w.label(i, crate::LabelKind::Detail, &text).unwrap();
+        }
+        // 10 MB written in one cycle, no R: all but the last buffer is handed over.
+        assert!(*handed.lock().unwrap() > 9_000_000, "{}", handed.lock().unwrap());
+        w.retire(i).unwrap();
+        w.finish().unwrap();
+    }
+}
