@@ -20,8 +20,9 @@ def check_against_model(insns, canonical_text: str):
     model = read_model(canonical_text)
     assert [comparable(as_model(i)) for i in insns] == [comparable(m) for m in model]
     for insn, m in zip(insns, model):
-        # The reader appends the notes of a stage; Konata puts a line break between two.
-        assert [s.notes for s in insn.stages] == ["".join(s.notes).replace("\\n", "\n") for s in m.stages]
+        # Konata puts a line break between two notes of a stage, then turns `\n` escapes into
+        # line breaks.
+        assert [s.notes for s in insn.stages] == ["\n".join(s.notes).replace("\\n", "\n") for s in m.stages]
 
 
 @pytest.mark.parametrize("path", INPUTS, ids=lambda p: p.name)

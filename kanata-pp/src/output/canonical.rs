@@ -1069,7 +1069,8 @@ pub struct Segment {
     /// Konata's cycle of the end, `None` if the stage is still open at the end of the file.
     pub end: Option<u64>,
     /// The type-2 labels (notes) written while this was the stage the instruction entered
-    /// most recently, appended in order with no separator (as Konata shows them).
+    /// most recently, in order, a line break between two (as Konata joins them); the `\n`
+    /// escapes inside each are kept as written.
     pub notes: String,
 }
 
@@ -1238,7 +1239,14 @@ impl<R: BufRead> Instructions<R> {
                     LabelKind::Name => p.insn.name.push_str(text),
                     LabelKind::Detail => p.insn.detail.push_str(text),
                     LabelKind::StageNote => match p.insn.stages.last_mut() {
-                        Some(segment) => segment.notes.push_str(text),
+                        Some(segment) => {
+                            // Konata joins a stage's notes with a line break
+                            // (`OnikiriParser.parseLabelCommand_`), unlike the other labels.
+                            if !segment.notes.is_empty() {
+                                segment.notes.push('\n');
+                            }
+                            segment.notes.push_str(text)
+                        }
                         None => {
                             return Err(not_canonical(
                                 line,
@@ -1526,7 +1534,8 @@ mod tests {
                 detail: "r1 = 5\\nr2 = 6".to_owned(),
                 stages: vec![
                     segment(0, "F", 0, Some(1), "fetched"),
-                    segment(0, "X", 1, Some(8), "x again"),
+                    // Two notes on one stage: joined with a line break, as Konata does.
+                    segment(0, "X", 1, Some(8), "x \nagain"),
                     segment(1, "stl", 3, Some(7), "stalled"),
                     segment(3, "Mem miss", 3, Some(8), ""),
                 ],

@@ -122,6 +122,9 @@ pub(crate) fn random_trace(
                     _ => {
                         if let Some(last) = insn.stages.last_mut() {
                             w.label(handles[i], LabelKind::StageNote, text).unwrap();
+                            if !last.notes.is_empty() {
+                                last.notes.push('\n');
+                            }
                             last.notes.push_str(text);
                         }
                     }
