@@ -143,7 +143,11 @@ mod tests {
             w.label(i, crate::LabelKind::Detail, &text).unwrap();
         }
         // 10 MB written in one cycle, no R: all but the last buffer is handed over.
-        assert!(*handed.lock().unwrap() > 9_000_000, "{}", handed.lock().unwrap());
+        assert!(
+            *handed.lock().unwrap() > 9_000_000,
+            "{}",
+            handed.lock().unwrap()
+        );
         w.retire(i).unwrap();
         w.finish().unwrap();
     }
