@@ -601,6 +601,17 @@ fn empty_window_is_a_valid_picture_with_a_note() {
     )
     .unwrap();
     assert!(drawing.rows.is_empty());
+    // The PNG of it: the SVG's size, the note drawn (ink in its line at the top).
+    let png = render::png::render(&drawing, &PngOptions::default()).unwrap();
+    let pixels = Pixels::decode(&png);
+    let (w, h) = render::png::size(&drawing, 1.0);
+    assert_eq!((pixels.width as u64, pixels.height as u64), (w, h));
+    let background = pixels.at(1.0, 1.0);
+    let inked = (0..pixels.width)
+        .flat_map(|x| (2..16).map(move |y| (x, y)))
+        .filter(|&(x, y)| pixels.at(x as f64, y as f64) != background)
+        .count();
+    assert!(inked > 50, "the note is drawn: {inked} pixels");
 }
 
 #[test]
