@@ -153,6 +153,18 @@ impl<W: Write + Send + 'static> Replay<W> {
     }
 }
 
+impl<W: Write + Send + 'static> Drop for Replay<W> {
+    /// A conversion that stops early (an input error) still waits for the writer's thread,
+    /// so that no thread outlives the conversion, still writing to its output (found by the
+    /// `gem5` fuzz target's leak check: the thread's buffers were alive after the call).
+    fn drop(&mut self) {
+        self.full = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 fn stopped() -> Error {
     Error::new(ErrorKind::Io, "the gem5 writer thread stopped")
 }
