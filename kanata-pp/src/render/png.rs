@@ -1,4 +1,4 @@
-//! A [`Drawing`] as PNG: the picture [`svg`](super::svg) writes, rendered by resvg with the
+//! A [`Drawing`] as PNG: the picture [`svg`] writes, rendered by resvg with the
 //! font that ships with kanata-pp, so that the PNG shows exactly what the SVG shows and has
 //! the same pixels (and bytes) on every machine.
 //!
