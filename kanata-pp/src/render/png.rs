@@ -69,7 +69,10 @@ impl Default for PngOptions {
 
 /// The width and height in pixels of `drawing`'s PNG at `scale`.
 pub fn size(drawing: &Drawing, scale: f64) -> (u64, u64) {
-    let g = Geometry::of(drawing);
+    scaled(&Geometry::of(drawing), scale)
+}
+
+fn scaled(g: &Geometry, scale: f64) -> (u64, u64) {
     (
         (g.width * scale).ceil().max(1.0) as u64,
         (g.height * scale).ceil().max(1.0) as u64,
@@ -87,15 +90,16 @@ pub fn check_size(drawing: &Drawing, scale: f64) -> Result<(), Error> {
             format!("--scale {scale}: a scale is a number more than 0"),
         ));
     }
+    let geometry = Geometry::of(drawing);
     let fits = |scale: f64| {
-        let (width, height) = size(drawing, scale);
+        let (width, height) = scaled(&geometry, scale);
         width * height <= MAX_PIXELS && width <= MAX_SIDE && height <= MAX_SIDE
     };
     if fits(scale) {
         return Ok(());
     }
-    let (width, height) = size(drawing, scale);
-    let (w1, h1) = size(drawing, 1.0);
+    let (width, height) = scaled(&geometry, scale);
+    let (w1, h1) = scaled(&geometry, 1.0);
     let by_area = (MAX_PIXELS as f64 / (w1 as f64 * h1 as f64)).sqrt();
     let by_side = MAX_SIDE as f64 / w1.max(h1) as f64;
     // Two decimals, rounded down until the sides' rounding up fits too.
@@ -176,7 +180,8 @@ fn usvg_options() -> usvg::Options<'static> {
 ///
 /// [`DrawOptions::max_columns`]: super::DrawOptions::max_columns
 pub fn max_columns(scale: f64) -> u64 {
-    let pane = svg::LABEL_MARGIN * 2.0 + (svg::LABEL_CHARS + 1) as f64 * 14.0 * 0.6;
+    let font_size = super::Theme::new(super::ThemeName::Light).font_size;
+    let pane = svg::pane_width(svg::LABEL_CHARS + 1, font_size);
     ((MAX_SIDE as f64 / scale - pane) / svg::COLUMN_WIDTH)
         .floor()
         .max(1.0) as u64

@@ -70,7 +70,7 @@ impl Geometry {
             .map(|row| text_width(&row.label).min(LABEL_CHARS + 1))
             .max()
             .unwrap_or(0);
-        let pipeline_left = (LABEL_MARGIN * 2.0 + label_chars as f64 * char_px).ceil();
+        let pipeline_left = pane_width(label_chars, drawing.theme.font_size);
         let pipeline_top = drawing.notes.len() as f64 * NOTE_HEIGHT + RULER_HEIGHT;
         let pipeline_width = drawing.columns as f64 * COLUMN_WIDTH;
         let notes_width = drawing
@@ -107,6 +107,12 @@ impl Geometry {
     pub fn row_y(&self, row: usize) -> f64 {
         self.pipeline_top + row as f64 * ROW_HEIGHT
     }
+}
+
+/// The width of the left pane for labels of `label_chars` characters of the monospace font
+/// at `font_size` (a character is 0.6 of the size wide).
+pub(crate) fn pane_width(label_chars: usize, font_size: f64) -> f64 {
+    (LABEL_MARGIN * 2.0 + label_chars as f64 * font_size * 0.6).ceil()
 }
 
 /// The columns a text takes, in characters of the monospace font.
@@ -524,8 +530,9 @@ pub fn render_with(drawing: &Drawing, detail: Detail) -> String {
     let drawable: Vec<_> = drawing
         .arrows
         .iter()
-        .filter(|a| a.from_cycle < drawing.end_cycle && a.to_cycle < drawing.end_cycle)
-        .filter(|_| detail.arrows)
+        .filter(|a| {
+            detail.arrows && a.from_cycle < drawing.end_cycle && a.to_cycle < drawing.end_cycle
+        })
         .collect();
     if !drawable.is_empty() {
         let cycle = g.cycle_width;
