@@ -1,5 +1,6 @@
 //! The reader of canonical Kanata on arbitrary bytes: `LineParser` at its three depths
-//! (`line`, `skim`, `skim_stages`), `CanonicalReader` and `Instructions`.
+//! (`line`, `skim`, `skim_stages`), `CanonicalReader` and `Instructions`, and the one-pass
+//! reading of common lines against the checked parser.
 #![no_main]
 
 use kanata_pp::output::canonical::{CanonicalReader, Instructions, LineParser};
@@ -17,6 +18,10 @@ fuzz_target!(|data: &[u8]| {
         .split(|&b| b == b'\n')
         .take(if data.is_empty() { 0 } else { usize::MAX });
     for line in lines {
+        assert!(
+            kanata_pp::fuzzing::common_line_agrees(line),
+            "the common-line reading disagrees with the checked parser"
+        );
         let checked = full.line(line).map(|_| ());
         let skimmed = skim.skim(line).map(|_| ());
         let staged = stages.skim_stages(line).map(|_| ());

@@ -50,6 +50,14 @@ pub fn convert_bytes(
     Ok((finished.output, format, diag))
 }
 
+/// Whether the canonical reader's one-pass reading of common lines agrees with its checked
+/// parser on `line` (one line after line 2, without its LF): it declines the line, or reads
+/// exactly what the checked parser reads.
+pub fn common_line_agrees(line: &[u8]) -> bool {
+    use crate::output::canonical::{parse_checked, parse_common};
+    parse_common(line).is_none_or(|common| parse_checked(line, 3).ok() == Some(common))
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::Path;

@@ -5,10 +5,20 @@
 //!
 //! It is the conversion of [`convert`](crate::convert()) with the same [`Options`] (window,
 //! repairs, format), whose canonical text is read back through the one reader of canonical
-//! Kanata, [`Instructions`]. The conversion runs on a thread of its own and hands its text
-//! over in chunks, so memory stays what the conversion and the instructions in flight need,
-//! whatever the size of the trace; a window of a seekable file is read through its index.
-//! Rendering and the Python bindings read traces through this module.
+//! Kanata, [`Instructions`]. Input that is canonical already (what kanata-pp and
+//! kanata-writer write) is read by [`Instructions`] directly, without the conversion, when
+//! the conversion could change nothing: the whole trace (no window), no repair asked for, a
+//! file rather than stdin. Should a line further on turn out not to be canonical (a sloppy
+//! log that starts like a canonical one), the trace is read again through the conversion,
+//! whose first instructions are checked against those already given: the instructions are
+//! the conversion's either way, and the [`Report`] is the conversion's once it ran (on the
+//! direct path it describes the text as read, with no repairs).
+//!
+//! The reading runs on a thread of its own (and the conversion, when there is one, on
+//! another), and hands whole instructions over in batches, so memory stays what the
+//! conversion and the instructions in flight need, whatever the size of the trace; a window
+//! of a seekable file is read through its index. Rendering and the Python bindings read
+//! traces through this module.
 //!
 //! ```
 //! use kanata_pp::output::window::Window;
@@ -32,51 +42,70 @@
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 
-use std::io::{self, BufRead, Read, Write};
+use std::collections::VecDeque;
+use std::hash::{Hash, Hasher};
+use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, SyncSender};
 use std::thread::JoinHandle;
+use std::time::Instant;
 
-use crate::convert::{convert_into, Destination, Options, Report};
+use kanata_writer::Summary;
+use rustc_hash::FxHasher;
+
+use crate::convert::{check_level, convert_into, output_compression, Destination, Options, Report};
+use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
+use crate::input::{self, detect};
 use crate::output::canonical::{Instruction, Instructions};
+use crate::Format;
 
-/// Bytes of text handed over at a time.
+/// Bytes of text handed over at a time from the conversion to the reader.
 const CHUNK: usize = 256 * 1024;
 /// Chunks in flight between the conversion and the reader.
 const CHUNKS_IN_FLIGHT: usize = 4;
+/// Instructions handed over at a time from the reader.
+const BATCH: usize = 1024;
+/// Batches in flight between the reader and the [`TraceReader`].
+const BATCHES_IN_FLIGHT: usize = 4;
+/// The read buffer of a canonical input read directly.
+const READ_BUFFER: usize = 256 * 1024;
 
-/// Opens `input` (a path, or `-` for stdin) and starts converting it as `options` say (their
+/// Opens `input` (a path, or `-` for stdin) and starts reading it as `options` say (their
 /// destination and `stats` are ignored): the instructions of `options.window` come out of
 /// the [`TraceReader`].
 ///
 /// # Errors
-/// When the conversion thread cannot be started. Errors of the input come out of the reader,
+/// When the reading thread cannot be started. Errors of the input come out of the reader,
 /// as they are met.
 pub fn open(input: &Path, options: &Options) -> Result<TraceReader, Error> {
     let mut options = options.clone();
     options.destination = Destination::Check;
     options.stats = false;
     options.progress = false;
-    let (sender, receiver) = mpsc::sync_channel(CHUNKS_IN_FLIGHT);
+    let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
     let input: PathBuf = input.to_owned();
     let worker = std::thread::Builder::new()
         .name("kanata-trace".to_owned())
         .spawn(move || {
-            let text = ChunkWriter {
-                sender,
-                chunk: Vec::with_capacity(CHUNK),
+            let mut out = BatchSender::new(sender);
+            let given = match may_read_directly(&input, &options) {
+                true => match read_directly(&input, &options, &mut out) {
+                    Ok(report) => return Ok(report),
+                    Err(Stopped) => return Err(reader_gone()),
+                    Err(Fallback(given)) => given,
+                },
+                false => Given::default(),
             };
-            convert_into(&input, &options, Box::new(text))
+            read_converted(&input, &options, given, &mut out)
         })
         .map_err(|err| Error::new(ErrorKind::Io, format!("cannot start a thread: {err}")))?;
-    let text = ChunkReader {
-        receiver,
-        chunk: Vec::new(),
-        at: 0,
-    };
     Ok(TraceReader {
-        instructions: Instructions::new(text),
+        receiver: Some(receiver),
+        batch: Vec::new().into_iter(),
+        start_cycle: None,
+        last_cycle: None,
         worker: Some(worker),
         outcome: None,
         failed: false,
@@ -88,9 +117,13 @@ pub fn open(input: &Path, options: &Options) -> Result<TraceReader, Error> {
 /// [`Report`] (its repairs, the window's summary) or its error.
 #[derive(Debug)]
 pub struct TraceReader {
-    instructions: Instructions<ChunkReader>,
+    receiver: Option<Receiver<Batch>>,
+    /// What is left of the latest batch.
+    batch: std::vec::IntoIter<Instruction>,
+    start_cycle: Option<i64>,
+    last_cycle: Option<u64>,
     worker: Option<JoinHandle<Result<Report, Error>>>,
-    /// The conversion's result, once it has ended.
+    /// The reading's result, once it has ended.
     outcome: Option<Result<Report, Error>>,
     /// An error was given: the iterator has ended.
     failed: bool,
@@ -99,25 +132,25 @@ pub struct TraceReader {
 impl TraceReader {
     /// The `C=` start cycle of the trace, once the first instruction has been read.
     pub fn start_cycle(&self) -> Option<i64> {
-        self.instructions.start_cycle()
+        self.start_cycle
     }
 
     /// Konata's last cycle of the window's text, once it has all been read: instructions
     /// still open are drawn up to it + 1.
     pub fn last_cycle(&self) -> Option<u64> {
-        self.instructions.last_cycle()
+        self.last_cycle
     }
 
-    /// Waits for the conversion to end and gives its report: reading stops here, what is
-    /// left of the window is converted and dropped.
+    /// Waits for the reading to end and gives its report: reading stops here, what is
+    /// left of the window is read and dropped.
     ///
     /// # Errors
     /// The conversion's error (a bad input, with its file and line).
     pub fn finish(mut self) -> Result<Report, Error> {
-        // Reading the rest lets a conversion waiting on a full channel end.
-        for item in self.instructions.by_ref() {
-            if item.is_err() {
-                break;
+        // Taking the rest lets a reader waiting on a full channel end.
+        if let Some(receiver) = self.receiver.take() {
+            for batch in receiver {
+                self.note(&batch);
             }
         }
         self.join();
@@ -126,11 +159,16 @@ impl TraceReader {
             .unwrap_or_else(|| Err(Error::new(ErrorKind::Io, "the conversion was lost")))
     }
 
+    fn note(&mut self, batch: &Batch) {
+        self.start_cycle = self.start_cycle.or(batch.start_cycle);
+        self.last_cycle = self.last_cycle.or(batch.last_cycle);
+    }
+
     fn join(&mut self) {
         if let Some(worker) = self.worker.take() {
-            let outcome = worker.join().unwrap_or_else(|_| {
-                Err(Error::new(ErrorKind::Io, "the conversion thread panicked"))
-            });
+            let outcome = worker
+                .join()
+                .unwrap_or_else(|_| Err(Error::new(ErrorKind::Io, "the reading thread panicked")));
             self.outcome = Some(outcome);
         }
     }
@@ -140,24 +178,340 @@ impl Iterator for TraceReader {
     type Item = Result<Instruction, Error>;
 
     fn next(&mut self) -> Option<Result<Instruction, Error>> {
-        if self.failed {
-            return None;
+        loop {
+            if let Some(insn) = self.batch.next() {
+                return Some(Ok(insn));
+            }
+            if self.failed {
+                return None;
+            }
+            let batch = self.receiver.as_ref().and_then(|r| r.recv().ok());
+            match batch {
+                Some(batch) => {
+                    self.note(&batch);
+                    self.batch = batch.insns.into_iter();
+                }
+                None => {
+                    // The reading ended: with an error, it is the one to give.
+                    self.receiver = None;
+                    self.join();
+                    self.failed = true;
+                    return match &self.outcome {
+                        Some(Err(error)) => Some(Err(error.clone())),
+                        _ => None,
+                    };
+                }
+            }
         }
-        let item = match self.instructions.next() {
-            Some(Ok(insn)) => return Some(Ok(insn)),
-            item => item,
-        };
-        // The text ended or broke off: the conversion has ended, and when it failed, its
-        // error is the one to give (a text cut short is its consequence).
-        self.join();
-        let error = match (&self.outcome, item) {
-            (Some(Err(cause)), _) => cause.clone(),
-            (_, Some(Err(error))) => error,
-            _ => return None,
-        };
-        self.failed = true;
-        Some(Err(error))
     }
+}
+
+/// Instructions handed over, with what the reader knows of the trace so far.
+struct Batch {
+    insns: Vec<Instruction>,
+    start_cycle: Option<i64>,
+    last_cycle: Option<u64>,
+}
+
+/// The reading thread's end of the hand-over.
+struct BatchSender {
+    sender: SyncSender<Batch>,
+    insns: Vec<Instruction>,
+}
+
+impl BatchSender {
+    fn new(sender: SyncSender<Batch>) -> BatchSender {
+        BatchSender {
+            sender,
+            insns: Vec::with_capacity(BATCH),
+        }
+    }
+
+    /// Queues `insn`; false when the [`TraceReader`] is gone (nobody reads any more).
+    fn push(&mut self, insn: Instruction, start_cycle: Option<i64>) -> bool {
+        self.insns.push(insn);
+        self.insns.len() < BATCH || self.send(start_cycle, None)
+    }
+
+    /// Sends what is queued; false when the [`TraceReader`] is gone.
+    fn send(&mut self, start_cycle: Option<i64>, last_cycle: Option<u64>) -> bool {
+        let insns = std::mem::replace(&mut self.insns, Vec::with_capacity(BATCH));
+        let batch = Batch {
+            insns,
+            start_cycle,
+            last_cycle,
+        };
+        self.sender.send(batch).is_ok()
+    }
+}
+
+/// The error of a reading whose [`TraceReader`] was dropped.
+fn reader_gone() -> Error {
+    Error::new(ErrorKind::Io, "the trace reader is gone")
+}
+
+/// The instructions given on the direct path before it gave up: how many, and a digest of
+/// them in order. The digest is a fast one (every instruction of a canonical trace goes
+/// through it), not a cryptographic one: it tells a conversion that changed the first
+/// instructions from one that did not, for inputs that were not made to fool it.
+#[derive(Default)]
+struct Given {
+    count: u64,
+    digest: FxHasher,
+}
+
+impl Given {
+    fn add(&mut self, insn: &Instruction) {
+        self.count += 1;
+        insn.hash(&mut self.digest);
+    }
+}
+
+/// Why the direct path ended without a report.
+enum DirectEnd {
+    /// The [`TraceReader`] is gone.
+    Stopped,
+    /// The input is not canonical (or not readable as such): read it through the conversion,
+    /// after the instructions already given.
+    Fallback(Given),
+}
+use DirectEnd::{Fallback, Stopped};
+
+/// Whether the conversion of `input` could change nothing if it is canonical text: then
+/// [`read_directly`] may try. The format is checked from the head of the text there.
+fn may_read_directly(input: &Path, options: &Options) -> bool {
+    let repairs = &options.repairs;
+    input.as_os_str() != "-"
+        && matches!(options.from, None | Some(Format::Kanata))
+        && !options.window.is_restricted()
+        && !repairs.renumber_retire
+        && repairs.close_open.is_none()
+        && !repairs.dedupe
+        && !repairs.stretch_zero
+        && repairs.strip_prefix.is_none()
+        && !repairs.compact
+}
+
+/// Reads `input` with [`Instructions`], straight from its decompressed text, and sends its
+/// instructions: the report of a canonical input, or why it stopped.
+fn read_directly(
+    input: &Path,
+    options: &Options,
+    out: &mut BatchSender,
+) -> Result<Report, DirectEnd> {
+    let started = Instant::now();
+    let mut given = Given::default();
+    // Anything wrong (the usage, opening, the format) is the conversion's to find and word.
+    let fallback = |given| Err(Fallback(given));
+    let Ok(compression) = output_compression(options) else {
+        return fallback(given);
+    };
+    if check_level(compression, options.level).is_err() {
+        return fallback(given);
+    }
+    let Ok(opened) = input::open(input) else {
+        return fallback(given);
+    };
+    if !opened.head.starts_with(b"Kanata\t0004\nC=\t")
+        || !matches!(detect::detect(&opened.head), Ok(Format::Kanata))
+    {
+        return fallback(given);
+    }
+    let text = Counted {
+        inner: opened.reader,
+        bytes: 0,
+    };
+    let mut insns = Instructions::new(BufReader::with_capacity(READ_BUFFER, text));
+    let mut summary = Summary::default();
+    // Instructions read and not given yet: see `give`.
+    let mut held = VecDeque::new();
+    let late_window = options.repairs.late_window;
+    while let Some(insn) = insns.next() {
+        let Ok(insn) = insn else {
+            return fallback(given);
+        };
+        summary.instructions += 1;
+        match insn.retire {
+            Some(retire) if retire.flushed => summary.flushed += 1,
+            Some(_) => summary.retired += 1,
+            None => summary.left_open += 1,
+        }
+        held.push_back(insn);
+        let cycle = insns.reader().cycle();
+        let start_cycle = insns.start_cycle();
+        if !give(
+            &mut held,
+            |end| cycle > end.saturating_add(late_window),
+            &mut given,
+            out,
+            start_cycle,
+        ) {
+            return Err(Stopped);
+        }
+    }
+    let Some(last_cycle) = insns.last_cycle() else {
+        return fallback(given);
+    };
+    if !give(&mut held, |_| true, &mut given, out, insns.start_cycle()) {
+        return Err(Stopped);
+    }
+    let start = insns.start_cycle().unwrap_or(0);
+    summary.first_cycle = start;
+    summary.last_cycle =
+        i64::try_from(i128::from(start) + i128::from(last_cycle)).unwrap_or(i64::MAX);
+    summary.lines = insns.reader().lines();
+    if !out.send(insns.start_cycle(), Some(last_cycle)) {
+        return Err(Stopped);
+    }
+    summary.text_bytes = insns.into_inner().into_inner().bytes;
+    Ok(Report {
+        input: input.display().to_string(),
+        output: None,
+        format: Format::Kanata,
+        input_compression: opened.compression,
+        output_compression: compression,
+        summary,
+        diagnostics: Diagnostics::new(options.max_examples, options.strict),
+        bytes_in: opened.raw_read.load(Ordering::Relaxed),
+        lines_in: summary.lines,
+        bytes_out: 0,
+        seconds: started.elapsed().as_secs_f64(),
+        stats: None,
+        window: None,
+    })
+}
+
+/// Gives the instructions at the front of `held` whose end cycle `settled` says is settled;
+/// false when the [`TraceReader`] is gone.
+///
+/// An instruction read directly is held until the text is past the cycles in which a line of
+/// a log that is not canonical after all could still change it: the conversion moves a label
+/// that comes at most `--late-window` cycles after an instruction's `R` before that `R` (Q10)
+/// and drops every other late command, so an instruction whose `R` is more than that many
+/// cycles behind is what the conversion makes of it too. The instructions in flight at the
+/// end of the text are given at the end. What is held is what the conversion holds for Q10.
+fn give(
+    held: &mut VecDeque<Instruction>,
+    settled: impl Fn(u64) -> bool,
+    given: &mut Given,
+    out: &mut BatchSender,
+    start_cycle: Option<i64>,
+) -> bool {
+    while let Some(insn) = held.front() {
+        if !insn.end.is_none_or(&settled) {
+            break;
+        }
+        let insn = held.pop_front().expect("an instruction at the front");
+        given.add(&insn);
+        if !out.push(insn, start_cycle) {
+            return false;
+        }
+    }
+    true
+}
+
+/// Counts the bytes of text read.
+struct Counted {
+    inner: Box<dyn Read + Send>,
+    bytes: u64,
+}
+
+impl Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.bytes += n as u64;
+        Ok(n)
+    }
+}
+
+/// Converts `input` on a thread of its own, reads the canonical text back with
+/// [`Instructions`] and sends the instructions after the ones `given` already sent, which
+/// must be the conversion's first ones.
+fn read_converted(
+    input: &Path,
+    options: &Options,
+    given: Given,
+    out: &mut BatchSender,
+) -> Result<Report, Error> {
+    let (sender, receiver) = mpsc::sync_channel(CHUNKS_IN_FLIGHT);
+    let conversion = {
+        let input = input.to_owned();
+        let options = options.clone();
+        std::thread::Builder::new()
+            .name("kanata-trace-conversion".to_owned())
+            .spawn(move || {
+                let text = ChunkWriter {
+                    sender,
+                    chunk: Vec::with_capacity(CHUNK),
+                };
+                convert_into(&input, &options, Box::new(text))
+            })
+            .map_err(|err| Error::new(ErrorKind::Io, format!("cannot start a thread: {err}")))?
+    };
+    let text = ChunkReader {
+        receiver,
+        chunk: Vec::new(),
+        at: 0,
+    };
+    let mut insns = Instructions::new(text);
+    let mut skipped = Given::default();
+    let mut stopped = false;
+    let mut failed = None;
+    while let Some(insn) = insns.next() {
+        let insn = match insn {
+            Ok(insn) => insn,
+            Err(error) => {
+                failed = Some(error);
+                break;
+            }
+        };
+        if skipped.count < given.count {
+            skipped.add(&insn);
+            if skipped.count == given.count && skipped.digest.finish() != given.digest.finish() {
+                failed = Some(diverged(input, given.count));
+                break;
+            }
+            continue;
+        }
+        if !out.push(insn, insns.start_cycle()) {
+            stopped = true;
+            break;
+        }
+    }
+    let (start_cycle, last_cycle) = (insns.start_cycle(), insns.last_cycle());
+    // Dropping the text ends a conversion that is still writing.
+    drop(insns);
+    let outcome = conversion
+        .join()
+        .unwrap_or_else(|_| Err(Error::new(ErrorKind::Io, "the conversion thread panicked")));
+    // The conversion's error first: a text cut short is its consequence.
+    let report = outcome?;
+    if let Some(error) = failed {
+        return Err(error);
+    }
+    if stopped {
+        return Err(reader_gone());
+    }
+    if skipped.count < given.count {
+        return Err(diverged(input, given.count));
+    }
+    if !out.send(start_cycle, last_cycle) {
+        return Err(reader_gone());
+    }
+    Ok(report)
+}
+
+/// The error of a trace whose conversion does not begin with the instructions read from its
+/// canonical-looking start.
+fn diverged(input: &Path, count: u64) -> Error {
+    Error::new(
+        ErrorKind::Input,
+        format!(
+            "the trace starts as canonical Kanata but is not: its conversion changes the first \
+             {count} instructions, already read as written; convert it with kanata-pp first"
+        ),
+    )
+    .with_file(&input.display().to_string())
 }
 
 /// The conversion's end of the hand-over: text in chunks.
@@ -281,6 +635,204 @@ mod tests {
             (got[0].sim_id, got[0].begin, got[1].sim_id),
             (whole[2].sim_id, whole[2].begin, whole[3].sim_id)
         );
+    }
+
+    /// Every instruction of `path` through the conversion (the direct path not tried), and
+    /// its report.
+    fn converted(path: &Path, options: &Options) -> (Vec<Instruction>, Report) {
+        let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
+        let (path, options) = (path.to_owned(), options.clone());
+        let worker = std::thread::spawn(move || {
+            read_converted(
+                &path,
+                &options,
+                Given::default(),
+                &mut BatchSender::new(sender),
+            )
+        });
+        let insns = receiver.iter().flat_map(|batch| batch.insns).collect();
+        (insns, worker.join().unwrap().unwrap())
+    }
+
+    /// The direct path reads canonical files as the conversion reads them: the same
+    /// instructions, last cycle and summary counts, no repairs. The samples, and the
+    /// conversions of the corpus logs.
+    #[test]
+    fn trace_of_canonical_text_reads_as_its_conversion() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut canonical = vec![sample("pipeline_sim.kanata"), sample("sloppy.kanata")];
+        let corpus = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/corpus/kanata");
+        let mut logs: Vec<PathBuf> = std::fs::read_dir(&corpus)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|entry| entry.path())
+            .filter(|path| path.extension().is_some_and(|e| e != "md"))
+            .collect();
+        logs.sort();
+        for log in &logs {
+            let out = dir.path().join(format!("{}.kanata.zst", canonical.len()));
+            let mut options = Options::new(Destination::Path(out.clone()));
+            options.max_examples = 0;
+            if crate::convert(log, &options).is_ok() {
+                canonical.push(out);
+            }
+        }
+        assert!(
+            canonical.len() > 2 || !corpus.exists(),
+            "the corpus converts"
+        );
+        let options = Options::new(Destination::Check);
+        for path in &canonical {
+            assert!(may_read_directly(path, &options));
+            let mut trace = open(path, &options).unwrap();
+            let direct: Vec<_> = trace.by_ref().collect::<Result<_, _>>().unwrap();
+            let last_cycle = trace.last_cycle();
+            let report = trace.finish().unwrap();
+            let (expected, conversion) = converted(path, &options);
+            let what = path.display();
+            assert_eq!(direct, expected, "{what}");
+            assert!(last_cycle.is_some(), "{what}");
+            assert_eq!(report.diagnostics.total(), 0, "{what}");
+            let (got, want) = (&report.summary, &conversion.summary);
+            assert_eq!(
+                (got.instructions, got.retired, got.flushed, got.left_open),
+                (
+                    want.instructions,
+                    want.retired,
+                    want.flushed,
+                    want.left_open
+                ),
+                "{what}"
+            );
+            assert_eq!(
+                (got.first_cycle, got.last_cycle),
+                (want.first_cycle, want.last_cycle),
+                "{what}"
+            );
+            assert_eq!(
+                report.input_compression, conversion.input_compression,
+                "{what}"
+            );
+            assert_eq!(report.bytes_in, conversion.bytes_in, "{what}");
+        }
+    }
+
+    /// A log that starts as canonical text and is not further on (here: Q4's padded
+    /// numbers and a trailing field after a few hundred instructions) is read through the
+    /// conversion after all: the instructions and the report are the conversion's.
+    #[test]
+    fn trace_of_a_sloppy_log_with_a_canonical_start_is_the_conversion() {
+        let text = std::fs::read_to_string(sample("pipeline_sim.kanata")).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        let cut = lines.len() * 2 / 3;
+        let mut sloppy = lines[..cut].join("\n");
+        for line in &lines[cut..] {
+            sloppy.push('\n');
+            // Q4, Q5: numbers padded with spaces, a field too many.
+            sloppy.push_str(&line.replace('\t', "\t "));
+            sloppy.push_str("\textra");
+        }
+        sloppy.push('\n');
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("late.kanata");
+        std::fs::write(&path, &sloppy).unwrap();
+        let options = Options::new(Destination::Check);
+        let mut trace = open(&path, &options).unwrap();
+        let got: Vec<_> = trace.by_ref().collect::<Result<_, _>>().unwrap();
+        let report = trace.finish().unwrap();
+        let (expected, conversion) = converted(&path, &options);
+        assert_eq!(got, expected);
+        assert!(report.diagnostics.total() > 0, "the repairs are reported");
+        assert_eq!(report.diagnostics.total(), conversion.diagnostics.total());
+        assert_eq!(report.summary.instructions, expected.len() as u64);
+        // And the canonical start was read directly before it: some instructions were given.
+        let canonical_start = Instructions::new(lines[..cut].join("\n").as_bytes())
+            .take_while(Result::is_ok)
+            .count();
+        assert!(canonical_start > 0);
+    }
+
+    /// Q10: a label after its instruction's `R`, within `--late-window` (64 cycles) or
+    /// beyond it, in a log that is canonical up to there: the conversion moves the first
+    /// before the `R` and drops the second, and the trace is the conversion's in both
+    /// cases (the instruction was not given before the late label could change it).
+    #[test]
+    fn trace_of_a_late_label_after_a_canonical_start_is_the_conversion() {
+        let dir = tempfile::tempdir().unwrap();
+        for gap in [1, 63, 64, 300] {
+            let mut text = String::from("Kanata\t0004\nC=\t0\n");
+            for id in 0..200 {
+                text.push_str(&format!(
+                    "I\t{id}\t{id}\t0\nS\t{id}\t0\tF\nC\t1\nR\t{id}\t{id}\t0\n"
+                ));
+                // After the next instruction's `R`, which the direct path reads first.
+                match id {
+                    100 => text.push_str(&format!("C\t{gap}\n")),
+                    101 => text.push_str("L\t100\t1\tretired late\n"),
+                    _ => {}
+                }
+            }
+            let path = dir.path().join(format!("late-{gap}.kanata"));
+            std::fs::write(&path, &text).unwrap();
+            let options = Options::new(Destination::Check);
+            let mut trace = open(&path, &options).unwrap();
+            let got: Vec<_> = trace.by_ref().collect::<Result<_, _>>().unwrap();
+            let report = trace.finish().unwrap();
+            let (expected, conversion) = converted(&path, &options);
+            assert_eq!(got, expected, "gap {gap}");
+            assert_eq!(
+                report.diagnostics.total(),
+                1,
+                "gap {gap}: the Q10 repair is reported"
+            );
+            assert_eq!(conversion.diagnostics.total(), 1);
+            let moved = expected[100].detail == "retired late";
+            // The label comes `gap` + 1 cycles after the `R`.
+            assert_eq!(moved, gap < 64, "gap {gap}");
+        }
+    }
+
+    /// A conversion that does not start with the instructions already given is an error,
+    /// not a trace with a changed start.
+    #[test]
+    fn trace_conversion_that_changes_what_was_given_is_an_error() {
+        let path = sample("sloppy.log");
+        let options = Options::new(Destination::Check);
+        let (first, _) = converted(&path, &options);
+        let mut given = Given::default();
+        let mut changed = first[0].clone();
+        changed.sim_id += 1;
+        given.add(&changed);
+        let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
+        let worker = std::thread::spawn(move || {
+            read_converted(&path, &options, given, &mut BatchSender::new(sender))
+        });
+        let rest: usize = receiver.iter().map(|batch| batch.insns.len()).sum();
+        let error = worker.join().unwrap().unwrap_err();
+        assert_eq!(
+            rest, 0,
+            "nothing is given after the first instructions differ"
+        );
+        assert!(
+            error
+                .to_string()
+                .contains("changes the first 1 instructions"),
+            "{error}"
+        );
+        assert!(error.to_string().contains("sloppy.log"), "{error}");
+        // The same start given: the rest follows.
+        let path = sample("sloppy.log");
+        let options = Options::new(Destination::Check);
+        let mut given = Given::default();
+        given.add(&first[0]);
+        let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
+        let worker = std::thread::spawn(move || {
+            read_converted(&path, &options, given, &mut BatchSender::new(sender))
+        });
+        let rest: Vec<_> = receiver.iter().flat_map(|batch| batch.insns).collect();
+        worker.join().unwrap().unwrap();
+        assert_eq!(rest, first[1..]);
     }
 
     #[test]

@@ -551,7 +551,7 @@ fn golden_pictures_of_the_sample() {
 fn seg(lane: u64, name: &str, start: u64, end: Option<u64>, notes: &str) -> Segment {
     Segment {
         lane,
-        name: name.to_owned(),
+        name: name.into(),
         start,
         end,
         notes: notes.to_owned(),

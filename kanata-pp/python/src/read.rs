@@ -1,7 +1,8 @@
 //! `kanata_trace.read`: any input kanata-pp reads, as the instructions of a window, through
 //! `kanata_pp::trace::open` (the conversion on a thread of its own, its canonical text read
-//! back by the one reader of canonical Kanata). Streaming: instructions are handed over in
-//! small batches, with the GIL released while a batch is waited for.
+//! back by the one reader of canonical Kanata on another; a canonical file read by that
+//! reader directly). Streaming: instructions are handed over in small batches, with the GIL
+//! released while a batch is waited for.
 
 use std::borrow::Cow;
 use std::collections::VecDeque;
@@ -254,7 +255,7 @@ impl Instruction {
             py,
             self.insn.stages.iter().map(|s| Stage {
                 lane: s.lane,
-                name: s.name.clone(),
+                name: s.name.to_string(),
                 start: s.start,
                 end: s.end,
                 notes: shown(&s.notes).into_owned(),

@@ -124,8 +124,13 @@ impl Column {
         else {
             unreachable!("a dictionary column")
         };
-        let code = match index.get(name) {
-            Some(&code) => code,
+        // Stage names are few: a look through them beats hashing each one.
+        let known = match names.len() {
+            0..=32 => names.iter().position(|n| n == name).map(|at| at as i32),
+            _ => index.get(name).copied(),
+        };
+        let code = match known {
+            Some(code) => code,
             None => {
                 let code = names.len() as i32;
                 names.push(name.to_owned());
@@ -148,42 +153,34 @@ impl Column {
     /// The column for pyarrow: `(type, length, buffers...)`.
     fn arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
         let bytes = |v: &[u8]| PyBytes::new(py, v);
+        // Written into the Python object as it is made: one copy of the values, not two.
         let le = |v: &[i64]| {
-            let mut out = Vec::with_capacity(v.len() * 8);
-            for x in v {
-                out.extend_from_slice(&x.to_le_bytes());
-            }
-            out
+            PyBytes::new_with(py, v.len() * 8, |out| {
+                for (to, x) in out.chunks_exact_mut(8).zip(v) {
+                    to.copy_from_slice(&x.to_le_bytes());
+                }
+                Ok(())
+            })
         };
         let n = self.len();
         match self {
-            Column::Int { data, valid, nulls } => (
-                "int64",
-                n,
-                bytes(&le(data)),
-                valid.as_deref().map(bytes),
-                *nulls,
-            )
-                .into_pyobject(py),
+            Column::Int { data, valid, nulls } => {
+                ("int64", n, le(data)?, valid.as_deref().map(bytes), *nulls).into_pyobject(py)
+            }
             Column::Bool { bits, .. } => {
                 ("bool", n, bytes(bits), py.None(), 0usize).into_pyobject(py)
             }
             Column::Text { offsets, data } => {
-                ("large_string", n, bytes(&le(offsets)), bytes(data), 0usize).into_pyobject(py)
+                ("large_string", n, le(offsets)?, bytes(data), 0usize).into_pyobject(py)
             }
             Column::Dict { codes, names, .. } => {
-                let mut out = Vec::with_capacity(codes.len() * 4);
-                for c in codes {
-                    out.extend_from_slice(&c.to_le_bytes());
-                }
-                (
-                    "dictionary",
-                    n,
-                    bytes(&out),
-                    PyList::new(py, names)?,
-                    0usize,
-                )
-                    .into_pyobject(py)
+                let out = PyBytes::new_with(py, codes.len() * 4, |out| {
+                    for (to, c) in out.chunks_exact_mut(4).zip(codes) {
+                        to.copy_from_slice(&c.to_le_bytes());
+                    }
+                    Ok(())
+                })?;
+                ("dictionary", n, out, PyList::new(py, names)?, 0usize).into_pyobject(py)
             }
         }
     }

@@ -177,7 +177,7 @@ pub fn check_seekable(compression: Compression, seekable: bool) -> Result<(), Er
 
 /// The output compression: the option, else the output's extension; an extension that
 /// contradicts the option is a usage error, because Konata opens files by extension.
-fn output_compression(options: &Options) -> Result<Compression, Error> {
+pub(crate) fn output_compression(options: &Options) -> Result<Compression, Error> {
     let from_name = match &options.destination {
         Destination::Path(path) => Some(Compression::from_path(path)),
         _ => None,

@@ -72,6 +72,8 @@
 use std::collections::VecDeque;
 use std::io::BufRead;
 
+pub use compact_str::CompactString;
+
 use crate::diag::shorten;
 use crate::error::{Error, ErrorKind};
 
@@ -594,8 +596,12 @@ impl LineParser {
 #[derive(Debug)]
 pub struct CanonicalReader<R> {
     input: R,
-    /// The current line, LF stripped.
+    /// The current line, LF stripped, when it crossed the end of the input's buffer (most
+    /// lines are read where they are, in the input's buffer).
     buf: Vec<u8>,
+    /// Bytes of the input's buffer the current line takes, LF included: consumed before the
+    /// next line is read (the current line borrows them until then).
+    unconsumed: usize,
     /// What the lines so far say.
     parser: LineParser,
     /// The input ended (or an error was returned): nothing more is read.
@@ -619,7 +625,8 @@ impl<R: BufRead> CanonicalReader<R> {
     fn with_parser(input: R, parser: LineParser) -> CanonicalReader<R> {
         CanonicalReader {
             input,
-            buf: Vec::with_capacity(256),
+            buf: Vec::new(),
+            unconsumed: 0,
             parser,
             ended: false,
             complete: false,
@@ -638,55 +645,38 @@ impl<R: BufRead> CanonicalReader<R> {
             return Ok(None);
         }
         // Only the header gives no event: after it, read line 2.
-        for _ in 0..2 {
-            match self.read_line() {
-                Ok(true) => {}
-                Ok(false) => {
-                    self.ended = true;
-                    self.parser.finish()?;
-                    self.complete = true;
-                    return Ok(None);
-                }
-                Err(error) => {
-                    self.ended = true;
-                    return Err(error);
-                }
-            }
-            if self.parser.lines() > 0 {
-                break;
-            }
-            if let Err(error) = self.parser.line(&self.buf) {
+        if self.parser.lines() == 0 {
+            let header = next_line(&mut self.input, &mut self.buf, &mut self.unconsumed, 1);
+            let header = match header {
+                Ok(Some(header)) => self.parser.line(header).map(|_| ()),
+                Ok(None) => self.parser.finish(),
+                Err(error) => Err(error),
+            };
+            if let Err(error) = header {
                 self.ended = true;
                 return Err(error);
             }
         }
-        match self.parser.line(&self.buf) {
-            Ok(event) => Ok(event),
+        let number = self.parser.lines() + 1;
+        match next_line(&mut self.input, &mut self.buf, &mut self.unconsumed, number) {
+            Ok(Some(bytes)) => match self.parser.line(bytes) {
+                Ok(event) => Ok(event),
+                Err(error) => {
+                    self.ended = true;
+                    Err(error)
+                }
+            },
+            Ok(None) => {
+                self.ended = true;
+                self.parser.finish()?;
+                self.complete = true;
+                Ok(None)
+            }
             Err(error) => {
                 self.ended = true;
                 Err(error)
             }
         }
-    }
-
-    /// Reads one line into `buf` without its LF; false at the end of the input.
-    fn read_line(&mut self) -> Result<bool, Error> {
-        self.buf.clear();
-        let line = self.parser.lines() + 1;
-        let n = self
-            .input
-            .read_until(b'\n', &mut self.buf)
-            .map_err(|e| Error::from(e).with_line(line))?;
-        if n == 0 {
-            return Ok(false);
-        }
-        if self.buf.pop() != Some(b'\n') {
-            return Err(not_canonical(
-                line,
-                "the last line does not end with LF (is the file truncated?)",
-            ));
-        }
-        Ok(true)
     }
 
     /// The `C=` start cycle, once line 2 has been read.
@@ -716,9 +706,43 @@ impl<R: BufRead> CanonicalReader<R> {
     }
 
     /// The input, given back.
-    pub fn into_inner(self) -> R {
+    pub fn into_inner(mut self) -> R {
+        self.input.consume(self.unconsumed);
         self.input
     }
+}
+
+/// Reads line `line` of `input` without its LF, where it is in the input's buffer when it
+/// can (no copy), into `buf` when it crosses the buffer's end; `None` at the end of the
+/// input. `unconsumed` carries the length of the line returned to the next call, which
+/// consumes it.
+fn next_line<'a, R: BufRead>(
+    input: &'a mut R,
+    buf: &'a mut Vec<u8>,
+    unconsumed: &mut usize,
+    line: u64,
+) -> Result<Option<&'a [u8]>, Error> {
+    input.consume(std::mem::take(unconsumed));
+    let io = |e: std::io::Error| Error::from(e).with_line(line);
+    let available = input.fill_buf().map_err(io)?;
+    if let Some(lf) = memchr::memchr(b'\n', available) {
+        *unconsumed = lf + 1;
+        // The buffer again, which `fill_buf` returns as it is while nothing is consumed: the
+        // borrow checker does not let the first one out of the function on one branch only.
+        return Ok(Some(&input.fill_buf().map_err(io)?[..lf]));
+    }
+    if available.is_empty() {
+        return Ok(None);
+    }
+    buf.clear();
+    input.read_until(b'\n', buf).map_err(io)?;
+    if buf.pop() != Some(b'\n') {
+        return Err(not_canonical(
+            line,
+            "the last line does not end with LF (is the file truncated?)",
+        ));
+    }
+    Ok(Some(&buf[..]))
 }
 
 /// The simulator's cycle at Konata's `cycle`, which [`LineParser::advance`] keeps within
@@ -925,6 +949,109 @@ fn stage_name<'b>(name: &'b str, line: u64, command: &str) -> Result<&'b str, Er
 
 /// Parses one line after line 2, without its LF.
 fn parse(bytes: &[u8], line: u64) -> Result<Command<'_>, Error> {
+    match parse_common(bytes) {
+        Some(command) => Ok(command),
+        None => parse_checked(bytes, line),
+    }
+}
+
+/// The common line read in one pass: a command whose numbers are plain non-negative
+/// decimals and whose text is ASCII-only, which is what almost every line of a trace is.
+/// `None` for anything else, valid or not, which [`parse_checked`] then reads (and words the
+/// error of). It accepts only lines `parse_checked` accepts, and reads them the same
+/// (`canonical_common_lines_read_as_checked` and the `canonical` fuzz target hold it to
+/// that).
+#[inline]
+pub(crate) fn parse_common(bytes: &[u8]) -> Option<Command<'_>> {
+    let (&command, rest) = bytes.split_first()?;
+    let rest = rest.strip_prefix(b"\t")?;
+    Some(match command {
+        b'S' | b'E' => {
+            let (id, rest) = leading_u64(rest)?;
+            let (lane, name) = leading_u64(rest?)?;
+            let name = ascii_stage_name(name?)?;
+            if command == b'S' {
+                Command::StageStart { id, lane, name }
+            } else {
+                Command::StageEnd { id, lane, name }
+            }
+        }
+        b'C' => match leading_u64(rest)? {
+            (step, None) if step > 0 => Command::Step(step),
+            _ => return None,
+        },
+        b'L' => {
+            let (id, rest) = leading_u64(rest)?;
+            let kind = match rest? {
+                [b'0', b'\t', ..] => LabelKind::Name,
+                [b'1', b'\t', ..] => LabelKind::Detail,
+                [b'2', b'\t', ..] => LabelKind::StageNote,
+                _ => return None,
+            };
+            let text = &rest?[2..];
+            if text.is_empty() || !text.iter().all(|b| (b' '..0x7f).contains(b)) {
+                return None;
+            }
+            // ASCII without control characters: UTF-8 with no TAB and no CR.
+            let text = std::str::from_utf8(text).ok()?;
+            Command::Label { id, kind, text }
+        }
+        b'I' => {
+            let (id, rest) = leading_u64(rest)?;
+            let (sim_id, rest) = leading_u64(rest?)?;
+            let (thread, none) = leading_u64(rest?)?;
+            if none.is_some() {
+                return None;
+            }
+            Command::Insn {
+                id,
+                sim_id: i128::from(sim_id),
+                thread: i64::try_from(thread).ok()?,
+            }
+        }
+        b'R' => {
+            let (id, rest) = leading_u64(rest)?;
+            let (retire_id, rest) = leading_u64(rest?)?;
+            let flushed = match rest? {
+                b"0" => false,
+                b"1" => true,
+                _ => return None,
+            };
+            Command::Retire {
+                id,
+                retire_id: i64::try_from(retire_id).ok()?,
+                flushed,
+            }
+        }
+        b'W' => {
+            let (consumer, rest) = leading_u64(rest)?;
+            let (producer, rest) = leading_u64(rest?)?;
+            let (kind, none) = leading_u64(rest?)?;
+            if none.is_some() {
+                return None;
+            }
+            Command::Dep {
+                consumer,
+                producer,
+                kind,
+            }
+        }
+        _ => return None,
+    })
+}
+
+/// A stage name of printable ASCII without spaces (what [`stage_name`] accepts, and
+/// almost every name is), or `None`.
+#[inline]
+fn ascii_stage_name(name: &[u8]) -> Option<&str> {
+    if name.is_empty() || !name.iter().all(|&b| b > b' ' && b < 0x7f) {
+        return None;
+    }
+    std::str::from_utf8(name).ok()
+}
+
+/// Parses one line after line 2, without its LF, checking every rule and wording the error.
+pub(crate) fn parse_checked(bytes: &[u8], line: u64) -> Result<Command<'_>, Error> {
     let Ok(text) = std::str::from_utf8(bytes) else {
         return Err(not_canonical(line, "the line is not valid UTF-8"));
     };
@@ -1048,7 +1175,7 @@ fn parse(bytes: &[u8], line: u64) -> Result<Command<'_>, Error> {
 }
 
 /// How an instruction left the pipeline (its `R`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Retirement {
     /// The retire id as written.
     pub retire_id: i64,
@@ -1058,12 +1185,13 @@ pub struct Retirement {
 
 /// One stay of an instruction in a stage of a lane: from its `S` to the `E` that closes it
 /// (or the next `S` of the lane, or the `R`, in the compact form).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Segment {
     /// The lane.
     pub lane: u64,
-    /// The stage name.
-    pub name: String,
+    /// The stage name (a string kept inline when it is short, as stage names are: no
+    /// allocation of its own; it derefs to `&str`).
+    pub name: CompactString,
     /// Konata's cycle of the `S`.
     pub start: u64,
     /// Konata's cycle of the end, `None` if the stage is still open at the end of the file.
@@ -1075,7 +1203,7 @@ pub struct Segment {
 }
 
 /// A dependency arrow into an instruction (its `W` lines).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Dependency {
     /// The file id of the producer (always smaller than the consumer's).
     pub producer: u64,
@@ -1084,7 +1212,7 @@ pub struct Dependency {
 }
 
 /// One whole instruction, as [`Instructions`] yields it.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Instruction {
     /// The file id: Konata's op id, dense from 0.
     pub id: u64,
@@ -1107,14 +1235,6 @@ pub struct Instruction {
     pub stages: Vec<Segment>,
     /// The dependencies in the order of their `W`.
     pub deps: Vec<Dependency>,
-}
-
-/// An instruction being assembled.
-#[derive(Debug)]
-struct Pending {
-    insn: Instruction,
-    /// The open segment of each lane: (lane, index into `stages`).
-    open: Vec<(u64, usize)>,
 }
 
 /// Whole instructions of a canonical file, in op-id order (see the [module](self) docs).
@@ -1146,10 +1266,13 @@ struct Pending {
 #[derive(Debug)]
 pub struct Instructions<R> {
     reader: CanonicalReader<R>,
-    /// The instructions not yielded yet, from file id `next_id - pending.len()`.
-    pending: VecDeque<Pending>,
+    /// The instructions not yielded yet, from file id `next_id - pending.len()`. The open
+    /// segment of a lane, if any, is the lane's latest segment.
+    pending: VecDeque<Instruction>,
     /// The id the next `I` must have.
     next_id: u64,
+    /// The segments of the instruction retired last: what a new one is given room for.
+    stages_hint: usize,
     /// The input ended (or failed): only `pending` is left.
     ended: bool,
     failed: bool,
@@ -1167,6 +1290,7 @@ impl<R: BufRead> Instructions<R> {
             reader,
             pending: VecDeque::new(),
             next_id: 0,
+            stages_hint: 0,
             ended: false,
             failed: false,
         }
@@ -1199,6 +1323,11 @@ impl<R: BufRead> Instructions<R> {
         &self.reader
     }
 
+    /// The input, given back (what was read of it is consumed).
+    pub fn into_inner(self) -> R {
+        self.reader.into_inner()
+    }
+
     /// Reads one command into the pending instructions; false at the end of the input.
     fn step(&mut self) -> Result<bool, Error> {
         let Some(event) = self.reader.next_command()? else {
@@ -1216,29 +1345,27 @@ impl<R: BufRead> Instructions<R> {
                         format!("an I line has id {id}, expected {}", self.next_id),
                     ));
                 }
-                self.pending.push_back(Pending {
-                    insn: Instruction {
-                        id,
-                        sim_id,
-                        thread,
-                        begin: cycle,
-                        end: None,
-                        retire: None,
-                        name: String::new(),
-                        detail: String::new(),
-                        stages: Vec::new(),
-                        deps: Vec::new(),
-                    },
-                    open: Vec::new(),
+                self.pending.push_back(Instruction {
+                    id,
+                    sim_id,
+                    thread,
+                    begin: cycle,
+                    end: None,
+                    retire: None,
+                    name: String::new(),
+                    detail: String::new(),
+                    // As many as the previous instruction had: one allocation, mostly.
+                    stages: Vec::with_capacity(self.stages_hint),
+                    deps: Vec::new(),
                 });
                 self.next_id += 1;
             }
             Command::Label { id, kind, text } => {
                 let p = live(&mut self.pending, base, next_id, id, line, "an L")?;
                 match kind {
-                    LabelKind::Name => p.insn.name.push_str(text),
-                    LabelKind::Detail => p.insn.detail.push_str(text),
-                    LabelKind::StageNote => match p.insn.stages.last_mut() {
+                    LabelKind::Name => p.name.push_str(text),
+                    LabelKind::Detail => p.detail.push_str(text),
+                    LabelKind::StageNote => match p.stages.last_mut() {
                         Some(segment) => {
                             // Konata joins a stage's notes with a line break
                             // (`OnikiriParser.parseLabelCommand_`), unlike the other labels.
@@ -1260,18 +1387,13 @@ impl<R: BufRead> Instructions<R> {
             }
             Command::StageStart { id, lane, name } => {
                 let p = live(&mut self.pending, base, next_id, id, line, "an S")?;
-                let index = p.insn.stages.len();
-                match p.open.iter_mut().find(|(l, _)| *l == lane) {
-                    Some((_, open)) => {
-                        // The compact form: the S closes the lane's open stage.
-                        p.insn.stages[*open].end = Some(cycle);
-                        *open = index;
-                    }
-                    None => p.open.push((lane, index)),
+                if let Some(open) = open_segment(&mut p.stages, lane) {
+                    // The compact form: the S closes the lane's open stage.
+                    open.end = Some(cycle);
                 }
-                p.insn.stages.push(Segment {
+                p.stages.push(Segment {
                     lane,
-                    name: name.to_owned(),
+                    name: CompactString::new(name),
                     start: cycle,
                     end: None,
                     notes: String::new(),
@@ -1279,13 +1401,12 @@ impl<R: BufRead> Instructions<R> {
             }
             Command::StageEnd { id, lane, name } => {
                 let p = live(&mut self.pending, base, next_id, id, line, "an E")?;
-                let Some(at) = p.open.iter().position(|(l, _)| *l == lane) else {
+                let Some(segment) = open_segment(&mut p.stages, lane) else {
                     return Err(not_canonical(
                         line,
                         format!("an E line closes lane {lane} of instruction {id}, which has no open stage"),
                     ));
                 };
-                let segment = &mut p.insn.stages[p.open[at].1];
                 if segment.name != name {
                     return Err(not_canonical(
                         line,
@@ -1297,7 +1418,6 @@ impl<R: BufRead> Instructions<R> {
                     ));
                 }
                 segment.end = Some(cycle);
-                p.open.swap_remove(at);
             }
             Command::Retire {
                 id,
@@ -1305,12 +1425,15 @@ impl<R: BufRead> Instructions<R> {
                 flushed,
             } => {
                 let p = live(&mut self.pending, base, next_id, id, line, "an R")?;
-                for (_, open) in p.open.drain(..) {
-                    p.insn.stages[open].end = Some(cycle);
+                for segment in &mut p.stages {
+                    if segment.end.is_none() {
+                        segment.end = Some(cycle);
+                    }
                 }
-                p.open.shrink_to(0);
-                p.insn.end = Some(cycle);
-                p.insn.retire = Some(Retirement { retire_id, flushed });
+                p.end = Some(cycle);
+                p.retire = Some(Retirement { retire_id, flushed });
+                // Capped: one long-lived instruction must not make every later one big.
+                self.stages_hint = p.stages.len().min(32);
             }
             Command::Dep {
                 consumer,
@@ -1324,30 +1447,40 @@ impl<R: BufRead> Instructions<R> {
                         format!("a W line's producer {producer} is not older than its consumer {consumer}"),
                     ));
                 }
-                p.insn.deps.push(Dependency { producer, kind });
+                p.deps.push(Dependency { producer, kind });
             }
         }
         Ok(true)
     }
 }
 
+/// The open segment of `lane` among `stages`: the lane's latest segment, if it has not
+/// ended (a lane's segments follow one another: each `S` closes or follows the one before).
+fn open_segment(stages: &mut [Segment], lane: u64) -> Option<&mut Segment> {
+    stages
+        .iter_mut()
+        .rev()
+        .find(|segment| segment.lane == lane)
+        .filter(|segment| segment.end.is_none())
+}
+
 /// The live instruction `id` names among `pending` (file ids from `base` to `next_id`), or
 /// the error for `what` line `line`.
 fn live<'p>(
-    pending: &'p mut VecDeque<Pending>,
+    pending: &'p mut VecDeque<Instruction>,
     base: u64,
     next_id: u64,
     id: u64,
     line: u64,
     what: &str,
-) -> Result<&'p mut Pending, Error> {
+) -> Result<&'p mut Instruction, Error> {
     let state = if id >= next_id {
         "which has not begun"
     } else if id < base {
         "which has ended"
     } else {
         let index = (id - base) as usize;
-        if pending[index].insn.end.is_none() {
+        if pending[index].end.is_none() {
             return Ok(&mut pending[index]);
         }
         "which has ended"
@@ -1369,9 +1502,9 @@ impl<R: BufRead> Iterator for Instructions<R> {
             let ready = self
                 .pending
                 .front()
-                .is_some_and(|p| p.insn.end.is_some() || self.ended);
+                .is_some_and(|p| p.end.is_some() || self.ended);
             if ready {
-                return self.pending.pop_front().map(|p| Ok(p.insn));
+                return self.pending.pop_front().map(Ok);
             }
             if self.ended {
                 return None;
@@ -1943,6 +2076,80 @@ mod tests {
         let mut reader = CanonicalReader::new(&b"Kanata\t0005\n"[..]);
         assert!(reader.next_command().is_err());
         assert!(reader.next_command().unwrap().is_none());
+    }
+
+    /// The one-pass reading of common lines (`parse_common`) accepts only what the checked
+    /// parser accepts, and reads it the same: on lines made of canonical pieces and of the
+    /// near misses around them (leading zeros, signs, spaces, overflows, control bytes,
+    /// non-ASCII, missing and extra fields).
+    #[test]
+    fn canonical_common_lines_read_as_checked() {
+        const COMMANDS: &[&[u8]] = &[b"C", b"I", b"L", b"S", b"E", b"R", b"W", b"C=", b"X", b""];
+        const FIELDS: &[&[u8]] = &[
+            b"0",
+            b"1",
+            b"2",
+            b"7",
+            b"42",
+            b"00",
+            b"01",
+            b"-1",
+            b"-0",
+            b" 1",
+            b"1 ",
+            b"+1",
+            b"18446744073709551615",
+            b"18446744073709551616",
+            b"9223372036854775807",
+            b"9223372036854775808",
+            b"",
+            b"F",
+            b"Dc",
+            b"X",
+            b" X",
+            b"X ",
+            b"a b",
+            b"\xc3\xa9",
+            b"\xff",
+            b"x\ry",
+            b"0x80000000: addi a0, a1, 0",
+            b"\x7f",
+            b"\x01",
+            b"2\t",
+        ];
+        let mut rng = Rng(11);
+        let mut accepted = 0;
+        for _ in 0..200_000 {
+            let mut line = COMMANDS[rng.below(COMMANDS.len() as u64) as usize].to_vec();
+            for _ in 0..rng.below(5) {
+                line.push(b'\t');
+                line.extend_from_slice(FIELDS[rng.below(FIELDS.len() as u64) as usize]);
+            }
+            let checked = parse_checked(&line, 9).ok();
+            if let Some(common) = parse_common(&line) {
+                assert_eq!(Some(common), checked, "`{}`", quote(&line));
+                accepted += 1;
+            }
+        }
+        // The generator does make common lines, of every command.
+        assert!(accepted > 1_000, "{accepted}");
+        for line in [
+            &b"S\t3\t0\tF"[..],
+            b"E\t3\t1\tstall",
+            b"C\t1",
+            b"L\t3\t2\tx",
+            b"I\t0\t2147483648\t0",
+            b"R\t3\t0\t1",
+            b"W\t4\t3\t0",
+        ] {
+            assert_eq!(
+                parse_common(line),
+                parse_checked(line, 9).ok(),
+                "`{}`",
+                quote(line)
+            );
+            assert!(parse_common(line).is_some(), "`{}` is common", quote(line));
+        }
     }
 
     #[test]

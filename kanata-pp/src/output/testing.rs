@@ -9,7 +9,7 @@ use crate::output::canonical::{Dependency, Instruction, Retirement, Segment};
 pub(crate) fn segment(lane: u64, name: &str, start: u64, end: Option<u64>, notes: &str) -> Segment {
     Segment {
         lane,
-        name: name.to_owned(),
+        name: name.into(),
         start,
         end,
         notes: notes.to_owned(),

@@ -499,7 +499,7 @@ fn layout(mut insns: Vec<Instruction>, last_cycle: u64, options: &DrawOptions) -
                 }
                 boxes.push(StageBox {
                     lane: segment.lane,
-                    name: segment.name.clone(),
+                    name: segment.name.to_string(),
                     start: segment.start,
                     end: seg_end,
                     start_column,
@@ -658,7 +658,7 @@ mod tests {
     fn seg(lane: u64, name: &str, start: u64, end: Option<u64>) -> Segment {
         Segment {
             lane,
-            name: name.to_owned(),
+            name: name.into(),
             start,
             end,
             notes: String::new(),
