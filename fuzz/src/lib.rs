@@ -245,7 +245,8 @@ fn call(
             w.begin(sim_id, thread).map(|id| insns.push(id))
         }
         3 => {
-            // Any i128: the canonical reader reads every id the writer takes.
+            // Any i128: the writer refuses ids outside i64::MIN..=u64::MAX (Q1), and the
+            // canonical reader reads every id it takes.
             let sim_id = i128::arbitrary(u)?;
             let thread = i64::arbitrary(u)?;
             w.begin_signed(sim_id, thread).map(|id| insns.push(id))

@@ -79,6 +79,12 @@ pub enum ErrorKind {
     Format,
     /// A builder setting that cannot work (for example a compression level out of range).
     InvalidOption(String),
+    /// A simulator id outside what readers of Kanata keep (`i64::MIN` to `u64::MAX`):
+    /// kanata-pp's reader would drop the instruction (the spec's Q1).
+    SimIdOutOfRange {
+        /// The id as given.
+        sim_id: i128,
+    },
 }
 
 impl Error {
@@ -154,6 +160,12 @@ impl fmt::Display for Error {
             }
             ErrorKind::UnknownStage => f.write_str("stage handle was not made by this writer"),
             ErrorKind::Format => f.write_str("formatting a label failed"),
+            ErrorKind::SimIdOutOfRange { sim_id } => write!(
+                f,
+                "simulator id {sim_id} is outside {} to {}, the ids readers of Kanata keep",
+                i64::MIN,
+                u64::MAX
+            ),
             ErrorKind::InvalidOption(msg) => f.write_str(msg),
         }
     }

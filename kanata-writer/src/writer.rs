@@ -591,11 +591,30 @@ impl<W: Write> Writer<W> {
 
     /// Like [`begin`](Self::begin), for converters whose input ids may be negative or beyond
     /// `i64`: writes the simulator id and thread id as given.
+    ///
+    /// # Errors
+    /// [`ErrorKind::SimIdOutOfRange`] for a simulator id below `i64::MIN` or above
+    /// `u64::MAX`, which a reader of Kanata (kanata-pp's, the spec's Q1) would drop with its
+    /// instruction; as for [`begin`](Self::begin) otherwise.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// use kanata_writer::{ErrorKind, Writer};
+    /// let mut w = Writer::new(Vec::new());
+    /// w.begin_signed(-5, -1)?;
+    /// w.begin_signed(u64::MAX.into(), 0)?;
+    /// let err = w.begin_signed(i128::from(u64::MAX) + 1, 0).unwrap_err();
+    /// assert!(matches!(err.kind(), ErrorKind::SimIdOutOfRange { .. }));
+    /// # Ok(()) }
+    /// ```
     #[inline]
     pub fn begin_signed(&mut self, sim_id: i128, thread: i64) -> Result<InsnId> {
         // Ids in `begin`'s range are written the same: take its fast path.
         match (u64::try_from(sim_id), u32::try_from(thread)) {
             (Ok(sim_id), Ok(thread)) => self.begin(sim_id, thread),
+            _ if sim_id < i128::from(i64::MIN) || sim_id > i128::from(u64::MAX) => {
+                Err(Error::new(ErrorKind::SimIdOutOfRange { sim_id }))
+            }
             _ => self.begin_with(sim_id, thread),
         }
     }

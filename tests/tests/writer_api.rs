@@ -1035,6 +1035,35 @@ fn begin_signed_writes_negative_sim_and_thread_ids_as_given() -> Result {
     Ok(())
 }
 
+/// Q1: kanata-pp's Kanata reader keeps simulator ids from `i64::MIN` to `u64::MAX` and drops
+/// an instruction with any other; the writer refuses such an id before writing anything, so
+/// that what it writes converts to itself.
+#[test]
+fn begin_signed_refuses_ids_a_reader_would_drop() -> Result {
+    let mut w = Writer::new(Vec::new());
+    w.begin_signed(u64::MAX.into(), 0)?;
+    for sim_id in [
+        i128::from(u64::MAX) + 1,
+        i128::from(i64::MIN) - 1,
+        i128::MAX,
+        i128::MIN,
+    ] {
+        let err = w.begin_signed(sim_id, 3).unwrap_err();
+        assert!(err.is_misuse());
+        assert!(
+            matches!(err.kind(), ErrorKind::SimIdOutOfRange { sim_id: s } if *s == sim_id),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains(&sim_id.to_string()), "{err}");
+    }
+    let out = w.finish()?.output;
+    assert_eq!(
+        String::from_utf8(out).unwrap(),
+        format!("{HEAD}I\t0\t18446744073709551615\t0\n")
+    );
+    Ok(())
+}
+
 #[test]
 fn retire_as_and_flush_as_write_the_given_retire_id_and_leave_the_serial_ids_alone() -> Result {
     let mut w = Writer::new(Vec::new());

@@ -93,7 +93,8 @@ pub enum Command<'a> {
     Insn {
         /// The file id (Konata's op id).
         id: u64,
-        /// The simulator's own id (any integer the writer takes: up to 128 bits).
+        /// The simulator's own id (any integer the writer takes: `i64::MIN` to `u64::MAX`;
+        /// read up to 128 bits).
         sim_id: i128,
         /// The thread id.
         thread: i64,
@@ -2518,11 +2519,11 @@ mod tests {
     fn reads_every_simulator_id_the_writer_writes() {
         let mut w = WriterBuilder::new().from_writer(Vec::new()).unwrap();
         let ids = [
-            i128::MIN,
-            -58_911_128_451_957_937_382_545_899_208_800_634_178,
-            i128::from(i64::MIN) - 1,
+            i128::from(i64::MIN),
+            -1,
+            0,
+            i128::from(i64::MAX) + 1,
             i128::from(u64::MAX),
-            i128::MAX,
         ];
         for &id in &ids {
             w.begin_signed(id, -1).unwrap();
@@ -2536,6 +2537,14 @@ mod tests {
         let mut expected = ids.to_vec();
         expected.push(i128::from(u64::MAX));
         assert_eq!(read, expected);
+        // Beyond what the writer takes, the reader still reads any i128.
+        for id in [i128::MIN, i128::from(i64::MIN) - 1, i128::MAX] {
+            let text = format!("Kanata\t0004\nC=\t0\nI\t0\t{id}\t0\n");
+            let insns: Vec<_> = Instructions::new(text.as_bytes())
+                .collect::<Result<_, _>>()
+                .unwrap();
+            assert_eq!(insns[0].sim_id, id);
+        }
         // Still plain decimals only, and within i128.
         for bad in [
             "-0",
