@@ -83,6 +83,16 @@ pub struct Cli {
     #[arg(long)]
     pub stats: bool,
 
+    /// With --stats: the hot spots listed per table (flushes caused, lane-1 stalls,
+    /// --latency), by instruction address (docs/analysis.md).
+    #[arg(long, value_name = "N", default_value_t = crate::analysis::DEFAULT_TOP, help_heading = "Analysis")]
+    pub top: usize,
+
+    /// With --stats: rank instructions by their latency from the first stage to the end of
+    /// the second (lane 0), e.g. `X..Cm`.
+    #[arg(long, value_name = "FROM..TO", help_heading = "Analysis")]
+    pub latency: Option<crate::analysis::StageRange>,
+
     /// Treat any repair as an error.
     #[arg(long)]
     pub strict: bool,
@@ -472,6 +482,11 @@ impl Cli {
         options.level = self.level;
         options.strict = self.strict;
         options.stats = self.stats;
+        options.analysis = crate::analysis::AnalysisOptions {
+            top: self.top,
+            latency: self.latency.clone(),
+            ..crate::analysis::AnalysisOptions::default()
+        };
         options.max_examples = if self.verbose { usize::MAX } else { 5 };
         options.progress = !self.no_progress && !self.quiet;
         options.gem5 = Gem5Options {
