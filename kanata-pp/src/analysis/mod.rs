@@ -4,7 +4,8 @@
 //!
 //! [`Analyzer`] reads the canonical Kanata text a line at a time, as the statistics of
 //! [`StatsSink`](crate::output::stats::StatsSink) do (it is fed by that sink, from the same
-//! stream), and [`Analyzer::snapshot`] gives the [`Analysis`].
+//! stream), and [`Analyzer::snapshot`] gives the [`Analysis`]. [`diff`] compares the
+//! statistics of two traces and evaluates the gates of `kanata-pp diff --fail-if`.
 //!
 //! # Order and memory
 //!
@@ -19,6 +20,7 @@
 //! the whole trace and three per thread.
 
 pub mod classify;
+pub mod diff;
 pub mod konata;
 pub mod topn;
 

@@ -29,6 +29,8 @@ Examples:
                                              indexed, seekable zstd: windows read fast
   kanata-pp big.kanata.zst --cycles 12M..12.01M -o slow.kanata
                                              cut 10,000 cycles out of a huge trace
+  kanata-pp diff main.kanata pr.kanata --fail-if 'ipc < -2%'
+                                             compare two traces, exit 1 on a regression
 
 Exit codes: 0 converted, 1 input or I/O error (no output is left behind), 2 usage error.
 Repair rules (Q1-Q20) are described in docs/rules.md.";
