@@ -12,6 +12,7 @@ use kanata_pp::analysis::{Analysis, AnalysisOptions, StageRange};
 use kanata_pp::{convert, Destination, Options, StatsSink};
 use kanata_tests::konata_model;
 use kanata_tests::konata_stats::konata_stats;
+use kanata_tests::konata_topdown;
 use kanata_writer::{InsnId as Insn, LabelKind, Lane, Writer, WriterBuilder};
 
 /// The corpus, when this checkout has it beside the workspace.
@@ -61,6 +62,7 @@ fn konata_statistics_match_konata_on_the_corpus() {
     let dir = tempfile::tempdir().unwrap();
     let mut checked = 0;
     let mut x86 = 0;
+    let mut topdown = 0;
     for sub in ["kanata", "gem5", "rsd"] {
         let mut files: Vec<PathBuf> = std::fs::read_dir(corpus.join(sub))
             .unwrap()
@@ -78,12 +80,74 @@ fn konata_statistics_match_konata_on_the_corpus() {
             let text = std::fs::read(&out).unwrap();
             let analysis = report.stats.unwrap().analysis.unwrap();
             check_against_konata(&analysis, &text, &input.display().to_string());
+            topdown += usize::from(check_topdown_against_konata(
+                &analysis,
+                &text,
+                &input.display().to_string(),
+            ));
             x86 += usize::from(analysis.konata.classifier == "X86_Gem5_Stats");
             checked += 1;
         }
     }
     assert!(checked >= 20, "{checked} corpus traces checked");
+    assert!(topdown >= 8, "{topdown} top-down breakdowns compared");
     assert_eq!(x86, 0, "the corpus has no x86-gem5 trace");
+}
+
+/// Asserts that `analysis.topdown` is Konata's top-down breakdown of `text` when Konata
+/// finds its allocation stage in lane 0; returns whether it compared.
+#[track_caller]
+fn check_topdown_against_konata(analysis: &Analysis, text: &[u8], what: &str) -> bool {
+    let view = konata_model::load(text);
+    let Some(k) = konata_topdown::top_down(&view) else {
+        return false;
+    };
+    if k.lane != "0" {
+        return false;
+    }
+    let t = analysis
+        .topdown
+        .as_ref()
+        .unwrap_or_else(|| panic!("{what}: no top-down: {:?}", analysis.topdown_note));
+    assert_eq!(
+        (
+            t.allocation_stage.as_str(),
+            t.allocation_width,
+            t.execution_stage.as_deref()
+        ),
+        (
+            k.allocation_stage.as_str(),
+            k.width,
+            Some(k.execution_stage.as_str())
+        ),
+        "{what}: structure"
+    );
+    assert_eq!(
+        [
+            t.retiring,
+            t.squashed,
+            t.recovery_bubbles,
+            t.frontend_bound,
+            t.backend_bound
+        ],
+        k.counts[..5],
+        "{what}: slots"
+    );
+    assert_eq!(k.counts[5], 0, "{what}: no unresolved slot once loaded");
+    assert_eq!(
+        (t.cycles, t.slots),
+        (k.cycles, k.cycles * u64::from(k.width)),
+        "{what}"
+    );
+    assert_eq!(
+        t.min_recovery_cycles, k.min_recovery,
+        "{what}: recovery bound"
+    );
+    assert_eq!(
+        t.recovery_windows as i64, k.recovery_windows,
+        "{what}: windows"
+    );
+    true
 }
 
 /// A small xorshift generator: the generated traces are the same on every run.
@@ -143,6 +207,7 @@ fn generated(seed: u64, n: u64, pool: &[&str], detect: Option<u64>) -> Vec<u8> {
     // (insn, age at which it ends, flushed, stage index)
     let mut live: Vec<(Insn, u64, bool, usize)> = Vec::new();
     let mut flushing = 0;
+    let mut begun = 0;
     for id in 0..n {
         let thread = (rng.below(3) == 0) as u32;
         let insn = w.begin(id, thread).unwrap();
@@ -167,7 +232,10 @@ fn generated(seed: u64, n: u64, pool: &[&str], detect: Option<u64>) -> Vec<u8> {
             false
         };
         live.push((insn, 1 + rng.below(12), flushed, 0));
-        if rng.below(2) == 0 {
+        begun += 1;
+        // At most two instructions begin in a cycle.
+        if begun == 2 || rng.below(2) == 0 {
+            begun = 0;
             w.advance(1).unwrap();
             let mut keep = Vec::new();
             for (insn, left, flushed, stage) in live.drain(..) {
@@ -226,6 +294,72 @@ fn konata_statistics_match_konata_on_generated_traces() {
         let analysis = analyse(&text, AnalysisOptions::default());
         assert_eq!(analysis.konata.classifier, name, "detected at {detect}");
         check_against_konata(&analysis, &text, "x86 detection");
+    }
+}
+
+/// Past the warm-up the breakdown streams, and still gives Konata's numbers when the trace
+/// keeps the structure of its start.
+#[test]
+fn topdown_streams_past_the_warm_up() {
+    let n = kanata_pp::analysis::topdown::WARMUP as u64 + 8000;
+    let text = generated(5, n, RISCV, None);
+    let analysis = analyse(&text, AnalysisOptions::default());
+    assert!(check_topdown_against_konata(&analysis, &text, "long"));
+    let t = analysis.topdown.unwrap();
+    // Given instead of found: the same stage and width give the same numbers; a width of 1
+    // leaves allocations without a slot.
+    let given = |stage: &str, width: Option<u32>| {
+        analyse(
+            &text,
+            AnalysisOptions {
+                topdown: kanata_pp::analysis::topdown::TopDownOptions {
+                    alloc_stage: Some(stage.to_owned()),
+                    alloc_width: width,
+                    ..Default::default()
+                },
+                ..AnalysisOptions::default()
+            },
+        )
+    };
+    let same = given(&t.allocation_stage, Some(t.allocation_width))
+        .topdown
+        .unwrap();
+    assert!(!same.detected);
+    assert_eq!(
+        (same.retiring, same.frontend_bound),
+        (t.retiring, t.frontend_bound)
+    );
+    let narrow = given(&t.allocation_stage, Some(1)).topdown.unwrap();
+    assert_eq!(narrow.slots, narrow.cycles);
+    assert!(narrow.overflow > 0);
+    let none = given("Nope", None);
+    assert!(none.topdown.is_none());
+    assert_eq!(
+        none.topdown_note.as_deref(),
+        Some("--alloc-stage Nope: the trace has no stage Nope in lane 0")
+    );
+}
+
+/// The streaming path on real out-of-order traces: with a warm-up of 1,000 instructions,
+/// RSD's traces (recovery bubbles, backend-bound cycles) still give Konata's numbers.
+#[test]
+fn topdown_streams_on_the_corpus() {
+    let Some(corpus) = corpus() else {
+        eprintln!("no corpus: skipped");
+        return;
+    };
+    for name in ["gen-seed2-wrap.raw.log", "gen-seed1.raw.log"] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.kanata");
+        let mut options = Options::new(Destination::Path(out.clone()));
+        options.stats = true;
+        options.analysis.topdown.warmup = 300;
+        let report = convert(&corpus.join("rsd").join(name), &options).unwrap();
+        let analysis = report.stats.unwrap().analysis.unwrap();
+        let text = std::fs::read(&out).unwrap();
+        assert!(check_topdown_against_konata(&analysis, &text, name));
+        let t = analysis.topdown.unwrap();
+        assert!(t.recovery_bubbles > 0 && t.backend_bound > 0, "{t:?}");
     }
 }
 

@@ -12,7 +12,10 @@
 //! - per stage: `stage.NAME.segments`, `.mean`, `.median`, `.p99`, `.max` for the lowest lane
 //!   that has a stage NAME, `stage.NAME@LANE.…` for the other lanes;
 //! - Konata's dialog and the classified counts: `konata.FIELD`, `classified.FIELD`, with the
-//!   field names of Konata's `StatsValues` (`konata.mpkiBrPred`).
+//!   field names of Konata's `StatsValues` (`konata.mpkiBrPred`);
+//! - the top-down breakdown, as shares of the slots (0 to 1): `topdown.retiring`,
+//!   `topdown.squashed`, `topdown.recovery_bubbles`, `topdown.backend_bound`,
+//!   `topdown.frontend_bound`.
 //!
 //! # Gates
 //!
@@ -79,6 +82,24 @@ pub fn metrics(stats: &TraceStats) -> Vec<(String, f64)> {
         ] {
             for (field, value) in values.fields() {
                 out.push((format!("{prefix}.{field}"), value));
+            }
+        }
+        if let Some(t) = &analysis.topdown {
+            let share = |n: u64| {
+                if t.slots > 0 {
+                    n as f64 / t.slots as f64
+                } else {
+                    0.0
+                }
+            };
+            for (name, n) in [
+                ("retiring", t.retiring),
+                ("squashed", t.squashed),
+                ("recovery_bubbles", t.recovery_bubbles),
+                ("backend_bound", t.backend_bound),
+                ("frontend_bound", t.frontend_bound),
+            ] {
+                out.push((format!("topdown.{name}"), share(n)));
             }
         }
     }

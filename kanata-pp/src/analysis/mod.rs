@@ -1,6 +1,7 @@
 //! Trace analysis for CI (`docs/analysis.md`): Konata's statistics dialog, the same counts
-//! with a correct classification, and the hot spots (the instruction addresses that cause
-//! the most flushes, stall the longest, or take the longest through a range of stages).
+//! with a correct classification, the hot spots (the instruction addresses that cause the
+//! most flushes, stall the longest, or take the longest through a range of stages) and a
+//! top-down breakdown of the pipeline's slots ([`topdown`]).
 //!
 //! [`Analyzer`] reads the canonical Kanata text a line at a time, as the statistics of
 //! [`StatsSink`](crate::output::stats::StatsSink) do (it is fed by that sink, from the same
@@ -17,11 +18,13 @@
 //! and by the records of younger instructions waiting for an older one (as
 //! [`Instructions`](crate::output::canonical::Instructions) holds them), plus the hot-spot
 //! tables: [`AnalysisOptions::capacity`] keys per table (see [`topn`]), three tables for
-//! the whole trace and three per thread.
+//! the whole trace and three per thread, and the top-down breakdown's warm-up and cycles in
+//! flight (see [`topdown`]).
 
 pub mod classify;
 pub mod diff;
 pub mod konata;
+pub mod topdown;
 pub mod topn;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -33,10 +36,19 @@ use serde::Serialize;
 use crate::output::canonical::{Command, LabelKind, LineParser, Position};
 use classify::{cut, label_kinds, Key, MAX_KEY_TEXT};
 use konata::{Machine, StatsValues};
+use topdown::{Breakdown, OpStages, TopDown, TopDownOptions};
 use topn::{Counted, TopN};
 
 /// The longest name label kept per instruction, in bytes (the rest is not read).
 pub const MAX_LABEL: usize = 4096;
+
+/// The most lane-0 segments kept per instruction for the top-down breakdown.
+pub const MAX_SEGMENTS: usize = 4096;
+
+/// A label as Konata holds it once its instruction ended (`\n` unescaped).
+fn konata_label(label: &str) -> String {
+    label.replace("\\n", "\n")
+}
 
 /// The hot spots listed per table by default.
 pub const DEFAULT_TOP: usize = 10;
@@ -54,6 +66,8 @@ pub struct AnalysisOptions {
     pub capacity: usize,
     /// The stage range whose latency ranks the third table (`--latency X..Cm`).
     pub latency: Option<StageRange>,
+    /// The allocation stage and width of the top-down breakdown, when given.
+    pub topdown: TopDownOptions,
 }
 
 impl Default for AnalysisOptions {
@@ -62,6 +76,7 @@ impl Default for AnalysisOptions {
             top: DEFAULT_TOP,
             capacity: DEFAULT_CAPACITY,
             latency: None,
+            topdown: TopDownOptions::default(),
         }
     }
 }
@@ -114,6 +129,11 @@ pub struct Analysis {
     pub classified: StatsValues,
     /// The hot spots.
     pub hotspots: Hotspots,
+    /// The top-down breakdown of the slots at the allocation stage ([`topdown`]); null when
+    /// there is none, `topdown_note` says why.
+    pub topdown: Option<TopDown>,
+    /// Why there is no top-down breakdown (null when there is one).
+    pub topdown_note: Option<String>,
 }
 
 /// The hot spots of a trace (see [`Analysis::hotspots`]).
@@ -241,6 +261,10 @@ struct Live {
     open: Vec<(u64, u8, u64)>,
     from_start: Option<u64>,
     to_end: Option<u64>,
+    /// The cycle of its `I`.
+    begin: u64,
+    /// Lane-0 segments: (stage, start, end; 0 while open, as Konata holds it).
+    segments: Vec<(u32, u64, u64)>,
 }
 
 /// An instruction that ended, waiting for the older ones.
@@ -255,6 +279,8 @@ struct Done {
     kinds: u8,
     key: Key,
     label: Box<str>,
+    /// What the top-down breakdown reads; `None` for an instruction without `R`.
+    stages: Option<OpStages>,
 }
 
 /// The three tables of hot spots.
@@ -305,6 +331,7 @@ struct Ordered {
     x86_gave_up: bool,
     threads: BTreeMap<i64, ThreadOrder>,
     unattributed: u64,
+    breakdown: Breakdown,
 }
 
 /// Adds a finished run of flushes to the tables.
@@ -335,11 +362,15 @@ impl Ordered {
     fn feed(
         &mut self,
         id: u64,
-        done: Done,
+        mut done: Done,
         tables: &mut Tables,
         per_thread: &mut BTreeMap<i64, Tables>,
         capacity: usize,
+        names: &[String],
     ) {
+        if let Some(stages) = done.stages.take() {
+            self.breakdown.observe(stages, names);
+        }
         let op = (
             id,
             done.flushed,
@@ -420,12 +451,16 @@ pub struct Analyzer {
     max_id: Option<u64>,
     max_rid: Option<i64>,
     ignored: u64,
+    /// Lane-0 stage names, by the index the segments use.
+    stage_names: Vec<String>,
+    stage_ids: HashMap<String, u32>,
 }
 
 impl Analyzer {
     /// An analyzer of a whole trace.
     pub fn new(options: AnalysisOptions) -> Analyzer {
         let capacity = options.capacity.max(options.top).max(1);
+        let breakdown = Breakdown::new(options.topdown.clone());
         Analyzer {
             options: AnalysisOptions {
                 capacity,
@@ -443,6 +478,7 @@ impl Analyzer {
                 x86_gave_up: false,
                 threads: BTreeMap::new(),
                 unattributed: 0,
+                breakdown,
             },
             tables: Tables::new(capacity),
             per_thread: BTreeMap::new(),
@@ -451,6 +487,8 @@ impl Analyzer {
             max_id: None,
             max_rid: None,
             ignored: 0,
+            stage_names: Vec::new(),
+            stage_ids: HashMap::new(),
         }
     }
 
@@ -519,6 +557,8 @@ impl Analyzer {
                         open: Vec::new(),
                         from_start: None,
                         to_end: None,
+                        begin: now,
+                        segments: Vec::new(),
                     },
                 );
                 self.live_ids.insert(id);
@@ -534,7 +574,20 @@ impl Analyzer {
             }
             Command::StageStart { id, lane, name } => {
                 let marks = self.marks(lane, name);
+                let stage = if lane == 0 && self.live.contains_key(&id) {
+                    Some(self.stage_id(name)?)
+                } else {
+                    None
+                };
                 let live = self.live.get_mut(&id)?;
+                if let Some(stage) = stage {
+                    if let Some(last) = live.segments.last_mut().filter(|s| s.2 == 0) {
+                        last.2 = now;
+                    }
+                    if live.segments.len() < MAX_SEGMENTS {
+                        live.segments.push((stage, now, 0));
+                    }
+                }
                 if let Some(at) = live.open.iter().position(|o| o.0 == lane) {
                     let open = live.open.swap_remove(at);
                     close(live, open, now);
@@ -546,6 +599,11 @@ impl Analyzer {
             }
             Command::StageEnd { id, lane, .. } => {
                 let live = self.live.get_mut(&id)?;
+                if lane == 0 {
+                    if let Some(last) = live.segments.last_mut().filter(|s| s.2 == 0) {
+                        last.2 = now;
+                    }
+                }
                 let at = live.open.iter().position(|o| o.0 == lane)?;
                 let open = live.open.swap_remove(at);
                 close(live, open, now);
@@ -560,13 +618,25 @@ impl Analyzer {
                 for open in std::mem::take(&mut live.open) {
                     close(&mut live, open, now);
                 }
+                if let Some(last) = live.segments.last_mut().filter(|s| s.2 == 0) {
+                    last.2 = now;
+                }
                 if !flushed {
                     self.retired += 1;
                     if retire_id >= 0 {
                         self.max_rid = self.max_rid.max(Some(retire_id));
                     }
                 }
-                let done = self.record(&live, Some(flushed));
+                let mut done = self.record(&live, Some(flushed));
+                done.stages = Some(OpStages {
+                    thread: live.thread,
+                    flushed,
+                    retired: !flushed,
+                    control: topdown::likely_control_flow(&konata_label(&live.label)),
+                    begin: live.begin,
+                    end: now,
+                    segments: std::mem::take(&mut live.segments),
+                });
                 let mine = self
                     .per_thread
                     .entry(live.thread)
@@ -595,6 +665,17 @@ impl Analyzer {
         Some(())
     }
 
+    /// The index of lane-0 stage `name` (`None` past `u32::MAX` names).
+    fn stage_id(&mut self, name: &str) -> Option<u32> {
+        if let Some(&id) = self.stage_ids.get(name) {
+            return Some(id);
+        }
+        let id = u32::try_from(self.stage_names.len()).ok()?;
+        self.stage_names.push(name.to_owned());
+        self.stage_ids.insert(name.to_owned(), id);
+        Some(id)
+    }
+
     /// The range marks of stage `name` in `lane`.
     fn marks(&self, lane: u64, name: &str) -> u8 {
         match &self.options.latency {
@@ -619,6 +700,7 @@ impl Analyzer {
             kinds: label_kinds(&live.label),
             key: Key::of(&live.label),
             label: cut(live.label.trim(), MAX_KEY_TEXT).into(),
+            stages: None,
         }
     }
 
@@ -639,6 +721,7 @@ impl Analyzer {
                 &mut self.tables,
                 &mut self.per_thread,
                 self.options.capacity,
+                &self.stage_names,
             );
         }
     }
@@ -667,6 +750,7 @@ impl Analyzer {
                 &mut tables,
                 &mut per_thread,
                 self.options.capacity,
+                &self.stage_names,
             );
         }
         ordered.finish(&mut tables, &mut per_thread);
@@ -726,10 +810,19 @@ impl Analyzer {
                 })
                 .collect(),
         };
+        let (topdown, topdown_note) = match ordered
+            .breakdown
+            .finish(self.parser.cycle(), &self.stage_names)
+        {
+            Ok(t) => (Some(t), None),
+            Err(why) => (None, Some(why)),
+        };
         Analysis {
             konata,
             classified,
             hotspots,
+            topdown,
+            topdown_note,
         }
     }
 }
@@ -772,6 +865,38 @@ pub fn write_table(analysis: &Analysis, out: &mut dyn std::io::Write) -> std::io
             konata::js_number(konata),
             konata::js_number(classified)
         )?;
+    }
+    writeln!(out)?;
+    match (&analysis.topdown, &analysis.topdown_note) {
+        (Some(t), _) => {
+            let pct = |n: u64| {
+                if t.slots > 0 {
+                    n as f64 * 100.0 / t.slots as f64
+                } else {
+                    0.0
+                }
+            };
+            writeln!(
+                out,
+                "  top-down: {} slots, {} cycles x {} at {} ({}):",
+                t.slots,
+                t.cycles,
+                t.allocation_width,
+                printable(&t.allocation_stage),
+                if t.detected { "found" } else { "given" }
+            )?;
+            for (name, n) in [
+                ("retiring", t.retiring),
+                ("squashed", t.squashed),
+                ("recovery bubbles", t.recovery_bubbles),
+                ("backend bound", t.backend_bound),
+                ("frontend bound", t.frontend_bound),
+            ] {
+                writeln!(out, "    {name:<16}  {n:>12}  {:>6.2} %", pct(n))?;
+            }
+        }
+        (None, Some(why)) => writeln!(out, "  top-down: none: {}", printable(why))?,
+        (None, None) => {}
     }
     let h = &analysis.hotspots;
     let note = if h.exact {

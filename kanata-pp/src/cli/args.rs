@@ -95,6 +95,16 @@ pub struct Cli {
     #[arg(long, value_name = "FROM..TO", help_heading = "Analysis")]
     pub latency: Option<crate::analysis::StageRange>,
 
+    /// With --stats: the allocation stage (lane 0) of the top-down breakdown of the slots;
+    /// found from the trace when not given.
+    #[arg(long, value_name = "STAGE", help_heading = "Analysis")]
+    pub alloc_stage: Option<String>,
+
+    /// With --stats: the slots per cycle of the top-down breakdown; the most instructions
+    /// that enter the allocation stage in one cycle when not given.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Analysis")]
+    pub alloc_width: Option<u32>,
+
     /// Treat any repair as an error.
     #[arg(long)]
     pub strict: bool,
@@ -487,6 +497,11 @@ impl Cli {
         options.analysis = crate::analysis::AnalysisOptions {
             top: self.top,
             latency: self.latency.clone(),
+            topdown: crate::analysis::topdown::TopDownOptions {
+                alloc_stage: self.alloc_stage.clone(),
+                alloc_width: self.alloc_width,
+                ..crate::analysis::topdown::TopDownOptions::default()
+            },
             ..crate::analysis::AnalysisOptions::default()
         };
         options.max_examples = if self.verbose { usize::MAX } else { 5 };

@@ -63,6 +63,14 @@ pub struct DiffCli {
     #[arg(long, value_name = "FROM..TO")]
     pub latency: Option<StageRange>,
 
+    /// The allocation stage of the top-down breakdown (found when not given).
+    #[arg(long, value_name = "STAGE")]
+    pub alloc_stage: Option<String>,
+
+    /// The slots per cycle of the top-down breakdown.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    pub alloc_width: Option<u32>,
+
     /// The inputs' format; detected from the content when not given.
     #[arg(long, value_enum, value_name = "FORMAT")]
     pub from: Option<FromArg>,
@@ -84,6 +92,11 @@ fn stats_of(cli: &DiffCli, input: &std::path::Path) -> Result<TraceStats, Error>
     options.analysis = AnalysisOptions {
         top: cli.top,
         latency: cli.latency.clone(),
+        topdown: crate::analysis::topdown::TopDownOptions {
+            alloc_stage: cli.alloc_stage.clone(),
+            alloc_width: cli.alloc_width,
+            ..crate::analysis::topdown::TopDownOptions::default()
+        },
         ..AnalysisOptions::default()
     };
     options.from = cli.from.map(|f| match f {

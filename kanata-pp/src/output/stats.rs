@@ -204,7 +204,8 @@ pub struct TraceStats {
     pub stages: BTreeMap<(u64, String), StageStats>,
     /// Konata's statistics, the classified counts and the hot spots, from a sink made with
     /// [`StatsSink::with_analysis`] (`kanata-pp --stats` makes one); in the JSON form its
-    /// fields `konata`, `classified` and `hotspots` follow `stages` (`docs/analysis.md`).
+    /// fields `konata`, `classified`, `hotspots`, `topdown` and `topdown_note` follow
+    /// `stages` (`docs/analysis.md`).
     #[serde(flatten)]
     pub analysis: Option<Analysis>,
 }
@@ -322,9 +323,10 @@ impl TraceStats {
     /// - `stages`: an array, by lane then stage name, of objects with `lane`, `stage`,
     ///   `segments`, `open`, `total_cycles`, `mean`, `median`, `p99`, `max` (residencies in
     ///   cycles; see [`StageStats`]).
-    /// - `konata`, `classified`, `hotspots`: with [`analysis`](Self::analysis) only (the
-    ///   sink of `kanata-pp --stats`): Konata's statistics dialog, the same counts classified
-    ///   by mnemonic, the hot spots ([`crate::analysis`], `docs/analysis.md`).
+    /// - `konata`, `classified`, `hotspots`, `topdown`, `topdown_note`: with
+    ///   [`analysis`](Self::analysis) only (the sink of `kanata-pp --stats`): Konata's
+    ///   statistics dialog, the same counts classified by mnemonic, the hot spots, the
+    ///   top-down breakdown of the slots ([`crate::analysis`], `docs/analysis.md`).
     ///
     /// Counts and cycles are integers; rates, IPC, mean and median are numbers that may
     /// have a fraction. Ratios that would divide by zero are written as 0.
