@@ -595,6 +595,32 @@ fn json_fields_are_pinned() {
         line.contains(r#""threads":[{"thread":0,"flushes":[{"pc":"0x100""#),
         "{line}"
     );
+    // Every instruction leaves F in order: no stage looks like an allocation queue.
+    assert!(
+        line.ends_with(r#""topdown":null,"topdown_note":"no stage looks like the allocation stage (entered in order, left out of order): give --alloc-stage"}}"#),
+        "{line}"
+    );
+    // Given: X, one slot a cycle, 80 cycles; the three stores enter X, nothing waits.
+    let run = common::run_in(
+        dir.path(),
+        &[
+            "--stats",
+            "--report",
+            "json",
+            "--alloc-stage",
+            "X",
+            "--alloc-width",
+            "1",
+            "known.kanata",
+        ],
+        None,
+    );
+    run.assert_code(0);
+    let out = String::from_utf8(run.stdout).unwrap();
+    assert!(
+        out.contains(r#""topdown":{"allocation_stage":"X","allocation_width":1,"detected":false,"execution_stage":"Cm","cycles":80,"slots":80,"retiring":3,"squashed":0,"recovery_bubbles":0,"backend_bound":0,"frontend_bound":77,"overflow":0,"min_recovery_cycles":null,"recovery_windows":0},"topdown_note":null}}"#),
+        "{out}"
+    );
 }
 
 /// The table of `--stats` shows both columns and the hot spots.

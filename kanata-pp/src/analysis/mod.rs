@@ -999,3 +999,83 @@ fn write_cycles(
     }
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn analyse(text: &str) -> Analysis {
+        analyse_with(text, TopDownOptions::default())
+    }
+
+    fn analyse_with(text: &str, topdown: TopDownOptions) -> Analysis {
+        let mut a = Analyzer::new(AnalysisOptions {
+            latency: Some("F..X".parse().unwrap()),
+            topdown,
+            ..AnalysisOptions::default()
+        });
+        for line in text.split('\n') {
+            a.line(line.as_bytes());
+        }
+        a.snapshot()
+    }
+
+    /// Junk, huge steps and odd orders: no panic, and memory stays bounded.
+    #[test]
+    fn unexpected_input_never_panics() {
+        let text = "Kanata\t0004\nC=\t0\nI\t0\t0\t0\nS\t0\t0\tF\nI\t1\t1\t0\nS\t1\t0\tF\n\
+                    C\t9223372036854775000\nS\t1\t0\tQ\nE\t1\t0\tQ\nS\t0\t0\tQ\nR\t1\t0\t0\n\
+                    R\t0\t0\t1\nL\t7\t0\tx\nS\t9\t0\tF\nR\t0\t0\t0\nI\t0\t0\t0\nW\t0\t0\t0\n\
+                    junk\n\tS\nR\t\t\t\nC\t99999999999999999999\n";
+        let a = analyse(text);
+        // The second `I 0` (after its `R`) begins another instruction.
+        assert_eq!(a.classified.num_fetched_ops, 3.0);
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut junk = String::new();
+        for _ in 0..100_000 {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+            let alphabet = b"SEICRLW=\t\t\t\n\n0123456789-Kx\r:FQ b";
+            junk.push(alphabet[(seed >> 33) as usize % alphabet.len()] as char);
+        }
+        let a = analyse(&junk);
+        let _ = crate::json::to_line(&a);
+        write_table(&a, &mut Vec::new()).unwrap();
+    }
+
+    /// A `C` step of a billion cycles while instructions are in flight: the cycles held stay
+    /// bounded, the totals count every cycle.
+    #[test]
+    fn a_huge_gap_is_folded() {
+        let mut text = String::from("Kanata\t0004\nC=\t0\n");
+        let mut cycles = 0;
+        for i in 0..40u64 {
+            text.push_str(&format!(
+                "I\t{i}\t{i}\t0\nS\t{i}\t0\tF\nC\t1\nS\t{i}\t0\tQ\nC\t{}\nS\t{i}\t0\tX\n",
+                1 + i % 3
+            ));
+            cycles += 2 + i % 3;
+            if i == 20 {
+                text.push_str("C\t1000000000\n");
+                cycles += 1_000_000_000;
+            }
+        }
+        for i in 0..40u64 {
+            text.push_str(&format!("R\t{i}\t{i}\t0\n"));
+        }
+        text.push_str("C\t1\n");
+        cycles += 1;
+        let a = analyse_with(
+            &text,
+            TopDownOptions {
+                alloc_stage: Some("Q".into()),
+                alloc_width: Some(1),
+                ..TopDownOptions::default()
+            },
+        );
+        let t = a.topdown.expect("a breakdown");
+        assert_eq!(t.cycles, cycles);
+        assert_eq!(t.slots, cycles);
+        assert_eq!((t.retiring, t.overflow), (40, 0));
+        assert_eq!(t.retiring + t.frontend_bound + t.backend_bound, t.slots);
+    }
+}

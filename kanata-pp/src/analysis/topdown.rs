@@ -29,6 +29,10 @@ pub const WARMUP: usize = 16_384;
 /// `MIN_SUPPORTED_RECOVERY_SAMPLE_COUNT`).
 const MIN_RECOVERY_SAMPLES: u64 = 10;
 
+/// The most cycles held at once: a cycle further from the oldest one held makes the oldest
+/// ones be added to the totals first (whatever later instructions would have said of them).
+const MAX_CYCLES_HELD: u64 = 1 << 20;
+
 /// Recovery windows held while no latency has been seen [`MIN_RECOVERY_SAMPLES`] times.
 const MAX_DEFERRED: usize = 1024;
 
@@ -388,6 +392,9 @@ impl Classifier {
     }
 
     fn cycle(&mut self, c: u64) -> Option<&mut Cycle> {
+        if c.checked_sub(self.base)? >= MAX_CYCLES_HELD {
+            self.fold(c - MAX_CYCLES_HELD + 1);
+        }
         let at = usize::try_from(c.checked_sub(self.base)?).ok()?;
         if at >= self.ring.len() {
             self.ring.resize(at + 1, Cycle::default());
@@ -396,7 +403,11 @@ impl Classifier {
     }
 
     fn mark(&mut self, start: u64, end: u64, recovery: bool) {
-        for c in start.max(self.base)..end {
+        // Cycles further back than the most held would be added to the totals at once.
+        let start = start
+            .max(self.base)
+            .max(end.saturating_sub(MAX_CYCLES_HELD));
+        for c in start..end {
             if let Some(cycle) = self.cycle(c) {
                 if recovery {
                     cycle.recovery = true;
@@ -422,7 +433,7 @@ impl Classifier {
                 if let Some((prev, prev_start, prev_end)) = previous {
                     if stage == s.alloc {
                         if let Some(&typical) = s.admissions.get(&prev) {
-                            stalls.push((prev_start + typical, prev_end.min(start)));
+                            stalls.push((prev_start.saturating_add(typical), prev_end.min(start)));
                         }
                     }
                 }
@@ -499,11 +510,11 @@ impl Classifier {
         if *count == MIN_RECOVERY_SAMPLES && self.min_recovery.is_none_or(|m| latency < m) {
             self.min_recovery = Some(latency);
             for (s, e) in std::mem::take(&mut self.deferred) {
-                self.mark(s, e.min(s + latency), true);
+                self.mark(s, e.min(s.saturating_add(latency)), true);
             }
         }
         match self.min_recovery {
-            Some(m) => self.mark(start, end.min(start + m), true),
+            Some(m) => self.mark(start, end.min(start.saturating_add(m)), true),
             None => {
                 self.deferred.push_back((start, end));
                 if self.deferred.len() > MAX_DEFERRED {
@@ -522,8 +533,10 @@ impl Classifier {
             if self.ring.is_empty() && self.base < floor {
                 // Cycles nothing touched: all their slots are frontend bound.
                 let n = floor - self.base;
-                self.frontend += n * u64::from(self.s.width);
-                self.folded += n;
+                self.frontend = self
+                    .frontend
+                    .saturating_add(n.saturating_mul(u64::from(self.s.width)));
+                self.folded = self.folded.saturating_add(n);
                 self.base = floor;
             }
         }
@@ -562,7 +575,7 @@ impl Classifier {
             detected: self.s.detected,
             execution_stage: self.s.execution.map(name),
             cycles: self.folded,
-            slots: self.folded * width,
+            slots: self.folded.saturating_mul(width),
             retiring: self.retiring,
             squashed: self.squashed,
             recovery_bubbles: self.recovery,
