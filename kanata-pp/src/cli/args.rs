@@ -87,13 +87,13 @@ pub struct Cli {
 
     /// With --stats: the hot spots listed per table (flushes caused, lane-1 stalls,
     /// --latency), by instruction address (docs/analysis.md).
-    #[arg(long, value_name = "N", default_value_t = crate::analysis::DEFAULT_TOP, help_heading = "Analysis")]
+    #[arg(long, value_name = "N", default_value_t = crate::output::analysis::DEFAULT_TOP, help_heading = "Analysis")]
     pub top: usize,
 
     /// With --stats: rank instructions by their latency from the first stage to the end of
     /// the second (lane 0), e.g. `X..Cm`.
     #[arg(long, value_name = "FROM..TO", help_heading = "Analysis")]
-    pub latency: Option<crate::analysis::StageRange>,
+    pub latency: Option<crate::output::analysis::StageRange>,
 
     /// With --stats: the allocation stage (lane 0) of the top-down breakdown of the slots;
     /// found from the trace when not given.
@@ -494,15 +494,15 @@ impl Cli {
         options.level = self.level;
         options.strict = self.strict;
         options.stats = self.stats;
-        options.analysis = crate::analysis::AnalysisOptions {
+        options.analysis = crate::output::analysis::AnalysisOptions {
             top: self.top,
             latency: self.latency.clone(),
-            topdown: crate::analysis::topdown::TopDownOptions {
+            topdown: crate::output::analysis::topdown::TopDownOptions {
                 alloc_stage: self.alloc_stage.clone(),
                 alloc_width: self.alloc_width,
-                ..crate::analysis::topdown::TopDownOptions::default()
+                ..crate::output::analysis::topdown::TopDownOptions::default()
             },
-            ..crate::analysis::AnalysisOptions::default()
+            ..crate::output::analysis::AnalysisOptions::default()
         };
         options.max_examples = if self.verbose { usize::MAX } else { 5 };
         options.progress = !self.no_progress && !self.quiet;

@@ -1,5 +1,5 @@
 //! `kanata-pp diff OLD NEW`: the statistics of two traces compared, with the gates of
-//! `--fail-if` that fail a CI job on a regression ([`crate::analysis::diff`],
+//! `--fail-if` that fail a CI job on a regression ([`crate::output::analysis::diff`],
 //! `docs/analysis.md`).
 
 use std::io::{self, Write};
@@ -7,12 +7,12 @@ use std::path::PathBuf;
 
 use clap::Parser;
 
-use crate::analysis::diff::{diff, Gate};
-use crate::analysis::{AnalysisOptions, StageRange, DEFAULT_TOP};
 use crate::cli::args::FromArg;
 use crate::convert::{convert, Destination, Options};
 use crate::error::{Error, ErrorKind};
 use crate::input::detect::Format;
+use crate::output::analysis::diff::{diff, Gate};
+use crate::output::analysis::{AnalysisOptions, StageRange, DEFAULT_TOP};
 use crate::output::stats::TraceStats;
 
 const EXAMPLES: &str = "\
@@ -92,10 +92,10 @@ fn stats_of(cli: &DiffCli, input: &std::path::Path) -> Result<TraceStats, Error>
     options.analysis = AnalysisOptions {
         top: cli.top,
         latency: cli.latency.clone(),
-        topdown: crate::analysis::topdown::TopDownOptions {
+        topdown: crate::output::analysis::topdown::TopDownOptions {
             alloc_stage: cli.alloc_stage.clone(),
             alloc_width: cli.alloc_width,
-            ..crate::analysis::topdown::TopDownOptions::default()
+            ..crate::output::analysis::topdown::TopDownOptions::default()
         },
         ..AnalysisOptions::default()
     };

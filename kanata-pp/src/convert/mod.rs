@@ -13,7 +13,6 @@ use std::time::Instant;
 
 use kanata_writer::{CompressWriter, Compression, Finished, Summary, WriterBuilder};
 
-use crate::analysis::AnalysisOptions;
 use crate::diag::Diagnostics;
 use crate::diag::Rule;
 use crate::error::{Error, ErrorKind};
@@ -24,6 +23,7 @@ use crate::input::seekable::{Index, Start};
 use crate::input::{self, InputCompression, Lines};
 use crate::kanata::normalize::{KanataNormalizer, Repairs};
 use crate::kanata::read::Sharing;
+use crate::output::analysis::AnalysisOptions;
 use crate::output::seekable::SeekableWriter;
 use crate::output::stats::{StatsSink, TraceStats};
 use crate::output::window::{self, Window, WindowFilter};
@@ -72,7 +72,7 @@ pub struct Options {
     /// Compute the trace's statistics ([`Report::stats`]): of the window, with a window.
     pub stats: bool,
     /// What the analysis in the statistics computes (hot spots, `--latency`): see
-    /// [`crate::analysis`].
+    /// [`crate::output::analysis`].
     pub analysis: AnalysisOptions,
     /// The instructions to keep (`--cycles`, `--sim-cycles`, `--insns`, `--threads`); the
     /// default keeps every one. See [`crate::output::window`].

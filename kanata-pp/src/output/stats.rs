@@ -70,7 +70,7 @@ use std::io::{self, Write};
 use bstr::ByteSlice;
 use serde::{Serialize, Serializer};
 
-use crate::analysis::{Analysis, AnalysisOptions, Analyzer};
+use crate::output::analysis::{Analysis, AnalysisOptions, Analyzer};
 use crate::output::canonical::{LineParser, Position, StageSkim};
 
 /// The longest line that is read (label lines excepted: only their start is read).
@@ -302,7 +302,7 @@ impl TraceStats {
         }
         if let Some(analysis) = &self.analysis {
             writeln!(out)?;
-            crate::analysis::write_table(analysis, out)?;
+            crate::output::analysis::write_table(analysis, out)?;
         }
         Ok(())
     }
@@ -326,7 +326,7 @@ impl TraceStats {
     /// - `konata`, `classified`, `hotspots`, `topdown`, `topdown_note`: with
     ///   [`analysis`](Self::analysis) only (the sink of `kanata-pp --stats`): Konata's
     ///   statistics dialog, the same counts classified by mnemonic, the hot spots, the
-    ///   top-down breakdown of the slots ([`crate::analysis`], `docs/analysis.md`).
+    ///   top-down breakdown of the slots ([`crate::output::analysis`], `docs/analysis.md`).
     ///
     /// Counts and cycles are integers; rates, IPC, mean and median are numbers that may
     /// have a fraction. Ratios that would divide by zero are written as 0.
