@@ -12,9 +12,9 @@
 //!
 //! Konata attributes a flush to the instruction before it in op-id order, while a trace
 //! ends its instructions out of order. The analyzer keeps, per instruction in flight, its
-//! thread, its name label (at most 4096 bytes are kept) and its open stages, and turns it at
-//! its `R` into a record of a few bytes (its kinds, its hot-spot key), which waits until
-//! every older instruction has ended. So memory is bounded by the instructions in flight
+//! thread, its name label (at most 4096 bytes are kept), its open stages and its lane-0
+//! stages, and turns it at its `R` into a record (its kinds, its hot-spot key and a short
+//! label, its lane-0 stages), which waits until every older instruction has ended. So memory is bounded by the instructions in flight
 //! and by the records of younger instructions waiting for an older one (as
 //! [`Instructions`](crate::output::canonical::Instructions) holds them), plus the hot-spot
 //! tables: [`AnalysisOptions::capacity`] keys per table (see [`topn`]), three tables for
