@@ -99,7 +99,11 @@ fn konata_statistics_match_konata_on_the_corpus() {
 #[track_caller]
 fn check_topdown_against_konata(analysis: &Analysis, text: &[u8], what: &str) -> bool {
     let view = konata_model::load(text);
-    let Some(k) = konata_topdown::top_down(&view) else {
+    let (from, to) = analysis
+        .topdown
+        .as_ref()
+        .map_or((0, u64::MAX), |t| (t.from_cycle, t.to_cycle));
+    let Some(k) = konata_topdown::top_down_in(&view, from, to) else {
         return false;
     };
     if k.lane != "0" {
@@ -363,6 +367,63 @@ fn topdown_streams_on_the_corpus() {
     }
 }
 
+/// A window's breakdown counts the window's cycles: `--cycles A..B` counts [A, B), another
+/// window the cycles from its first instruction; Konata's breakdown of the window's file
+/// over the same range is the same.
+#[test]
+fn topdown_of_a_window_counts_its_cycles() {
+    let Some(corpus) = corpus() else {
+        eprintln!("no corpus: skipped");
+        return;
+    };
+    let input = corpus.join("rsd/gen-seed2-wrap.raw.log");
+    let dir = tempfile::tempdir().unwrap();
+    for (window, range) in [
+        (&["--cycles", "300..900"][..], Some((300, 900))),
+        (&["--insns", "500..1500"][..], None),
+    ] {
+        let mut args = vec!["--stats", "--report", "json", "-o", "w.kanata"];
+        args.extend_from_slice(window);
+        args.push(input.to_str().unwrap());
+        let run = common::run_in(dir.path(), &args, None);
+        run.assert_code(0);
+        let line = String::from_utf8(run.stdout).unwrap();
+        let v: serde_json::Value = serde_json::from_str(line.lines().next().unwrap()).unwrap();
+        let t = &v["stats"]["topdown"];
+        let (from, to) = (
+            t["from_cycle"].as_u64().unwrap(),
+            t["to_cycle"].as_u64().unwrap(),
+        );
+        let text = std::fs::read(dir.path().join("w.kanata")).unwrap();
+        let view = konata_model::load(&text);
+        match range {
+            Some((a, b)) => assert_eq!((from, to), (a, b)),
+            None => {
+                assert_eq!(from, view.insns[0].fetched_cycle as u64, "{window:?}");
+                assert_eq!(to, view.last_cycle as u64);
+            }
+        }
+        let k = konata_topdown::top_down_in(&view, from, to).expect("Konata's breakdown");
+        assert_eq!(k.lane, "0");
+        let ours: Vec<u64> = [
+            "retiring",
+            "squashed",
+            "recovery_bubbles",
+            "frontend_bound",
+            "backend_bound",
+        ]
+        .iter()
+        .map(|f| t[*f].as_u64().unwrap())
+        .collect();
+        assert_eq!(ours, k.counts[..5], "{window:?}");
+        assert_eq!(t["cycles"].as_u64().unwrap(), to - from);
+        assert_eq!(
+            t["slots"].as_u64().unwrap(),
+            (to - from) * t["allocation_width"].as_u64().unwrap()
+        );
+    }
+}
+
 /// The same numbers whatever the chunks the text arrives in, and through the compact form.
 #[test]
 fn analysis_does_not_depend_on_chunks() {
@@ -618,7 +679,7 @@ fn json_fields_are_pinned() {
     run.assert_code(0);
     let out = String::from_utf8(run.stdout).unwrap();
     assert!(
-        out.contains(r#""topdown":{"allocation_stage":"X","allocation_width":1,"detected":false,"execution_stage":"Cm","cycles":80,"slots":80,"retiring":3,"squashed":0,"recovery_bubbles":0,"backend_bound":0,"frontend_bound":77,"overflow":0,"min_recovery_cycles":null,"recovery_windows":0},"topdown_note":null}}"#),
+        out.contains(r#""topdown":{"allocation_stage":"X","allocation_width":1,"detected":false,"execution_stage":"Cm","from_cycle":0,"to_cycle":80,"cycles":80,"slots":80,"retiring":3,"squashed":0,"recovery_bubbles":0,"backend_bound":0,"frontend_bound":77,"overflow":0,"min_recovery_cycles":null,"recovery_windows":0},"topdown_note":null}}"#),
         "{out}"
     );
 }

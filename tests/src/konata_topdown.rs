@@ -109,6 +109,13 @@ fn control_flow(label: &str) -> bool {
 /// Konata's top-down analysis of the trace `view` describes; `None` when Konata finds no
 /// (unique) allocation stage.
 pub fn top_down(view: &View) -> Option<KonataTopDown> {
+    top_down_in(view, 0, u64::MAX)
+}
+
+/// The same, with the slots counted over cycles `[from, to)` only, as Konata's
+/// `getTopDownBreakdown` counts a range (without sampling); `cycles` is then the number of
+/// cycles of the range within the trace.
+pub fn top_down_in(view: &View, from: u64, to: u64) -> Option<KonataTopDown> {
     // Pass 1: the stage structure detector.
     let mut states: BTreeMap<Key, State> = BTreeMap::new();
     let mut transitions: BTreeMap<(Key, Key), (u64, BTreeMap<i64, u64>)> = BTreeMap::new();
@@ -329,7 +336,8 @@ pub fn top_down(view: &View) -> Option<KonataTopDown> {
         }
     }
     let mut counts = [0u64; 6];
-    for &s in &slots {
+    let (lo, hi) = (from.min(cycles), to.min(cycles));
+    for &s in &slots[lo as usize * w..hi.max(lo) as usize * w] {
         counts[s as usize] += 1;
     }
     Some(KonataTopDown {
@@ -340,6 +348,6 @@ pub fn top_down(view: &View) -> Option<KonataTopDown> {
         counts,
         min_recovery: min.map(|m| m as u64),
         recovery_windows: window_count,
-        cycles,
+        cycles: hi.max(lo) - lo,
     })
 }

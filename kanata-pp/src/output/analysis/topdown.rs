@@ -45,6 +45,13 @@ pub struct TopDownOptions {
     pub alloc_width: Option<u32>,
     /// The instructions the structure is found from ([`WARMUP`] by default; at least 1).
     pub warmup: usize,
+    /// Count the slots of the cycles from this one on (Konata's cycles; a window's start).
+    pub from_cycle: Option<u64>,
+    /// Count the slots of the cycles before this one (a window's end).
+    pub to_cycle: Option<u64>,
+    /// Count from the cycle the first instruction begins (a window of the trace: the cycles
+    /// before it are not the window's).
+    pub from_first_insn: bool,
 }
 
 impl Default for TopDownOptions {
@@ -53,6 +60,9 @@ impl Default for TopDownOptions {
             alloc_stage: None,
             alloc_width: None,
             warmup: WARMUP,
+            from_cycle: None,
+            to_cycle: None,
+            from_first_insn: false,
         }
     }
 }
@@ -70,7 +80,12 @@ pub struct TopDown {
     /// The stage that most often follows the allocation stage (its completion, the start of
     /// the stage after it, is where a branch resolves), null when none does.
     pub execution_stage: Option<String>,
-    /// Cycles counted: from 0 to the last cycle of the trace.
+    /// The first cycle counted: 0, or the start of the window.
+    pub from_cycle: u64,
+    /// The cycle after the last one counted: the last cycle of the trace, or the end of the
+    /// window.
+    pub to_cycle: u64,
+    /// Cycles counted: `to_cycle − from_cycle`.
     pub cycles: u64,
     /// `cycles × allocation_width`.
     pub slots: u64,
@@ -367,10 +382,16 @@ struct Classifier {
     backend: u64,
     frontend: u64,
     folded: u64,
+    /// The cycles counted: from `from` (or the first instruction's `I` with `from_first`)
+    /// to `to`.
+    from: u64,
+    to: u64,
+    from_first: bool,
+    first_begin: Option<u64>,
 }
 
 impl Classifier {
-    fn new(s: Structure, min_recovery: Option<u64>) -> Classifier {
+    fn new(s: Structure, min_recovery: Option<u64>, options: &TopDownOptions) -> Classifier {
         Classifier {
             s,
             min_recovery,
@@ -388,6 +409,19 @@ impl Classifier {
             backend: 0,
             frontend: 0,
             folded: 0,
+            from: options.from_cycle.unwrap_or(0),
+            to: options.to_cycle.unwrap_or(u64::MAX),
+            from_first: options.from_first_insn,
+            first_begin: None,
+        }
+    }
+
+    /// The first cycle counted.
+    fn lo(&self) -> u64 {
+        if self.from_first {
+            self.from.max(self.first_begin.unwrap_or(0))
+        } else {
+            self.from
         }
     }
 
@@ -419,6 +453,7 @@ impl Classifier {
     }
 
     fn observe(&mut self, op: &OpStages) {
+        self.first_begin.get_or_insert(op.begin);
         let s = &self.s;
         let mut alloc: Option<u64> = None;
         let mut first_exec: Option<u64> = None;
@@ -528,11 +563,13 @@ impl Classifier {
     fn fold(&mut self, floor: u64) {
         while self.base < floor {
             let cycle = self.ring.pop_front().unwrap_or_default();
-            self.fold_one(cycle);
+            if (self.lo()..self.to).contains(&self.base) {
+                self.fold_one(cycle);
+            }
             self.base += 1;
             if self.ring.is_empty() && self.base < floor {
                 // Cycles nothing touched: all their slots are frontend bound.
-                let n = floor - self.base;
+                let n = floor.min(self.to).saturating_sub(self.base.max(self.lo()));
                 self.frontend = self
                     .frontend
                     .saturating_add(n.saturating_mul(u64::from(self.s.width)));
@@ -569,7 +606,10 @@ impl Classifier {
         self.fold(end);
         let name = |id: u32| names.get(id as usize).cloned().unwrap_or_default();
         let width = u64::from(self.s.width);
+        let to = self.to.min(end);
         TopDown {
+            from_cycle: self.lo().min(to),
+            to_cycle: to,
             allocation_stage: name(self.s.alloc),
             allocation_width: self.s.width,
             detected: self.s.detected,
@@ -661,12 +701,12 @@ impl Breakdown {
                 return;
             }
         };
-        let mut dry = Classifier::new(structure.clone(), None);
+        let mut dry = Classifier::new(structure.clone(), None, &self.options);
         for op in &self.warmup {
             dry.observe(op);
         }
         let min = supported_minimum(&dry.histogram);
-        let mut classifier = Classifier::new(structure, min);
+        let mut classifier = Classifier::new(structure, min, &self.options);
         for op in std::mem::take(&mut self.warmup) {
             classifier.observe(&op);
         }
