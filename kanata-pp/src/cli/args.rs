@@ -500,10 +500,6 @@ impl Cli {
             topdown: crate::output::analysis::topdown::TopDownOptions {
                 alloc_stage: self.alloc_stage.clone(),
                 alloc_width: self.alloc_width,
-                // A window's breakdown counts the window's cycles.
-                from_cycle: self.cycles.and_then(|c| c.start),
-                to_cycle: self.cycles.and_then(|c| c.end),
-                from_first_insn: self.window().is_restricted(),
                 ..crate::output::analysis::topdown::TopDownOptions::default()
             },
             ..crate::output::analysis::AnalysisOptions::default()

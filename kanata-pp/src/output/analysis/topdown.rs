@@ -49,8 +49,8 @@ pub struct TopDownOptions {
     pub from_cycle: Option<u64>,
     /// Count the slots of the cycles before this one (a window's end).
     pub to_cycle: Option<u64>,
-    /// Count from the cycle the first instruction begins (a window of the trace: the cycles
-    /// before it are not the window's).
+    /// Count from the cycle the first instruction begins (the default), not from cycle 0 as
+    /// Konata does: the cycles before it are idle, or, in a window, not the window's.
     pub from_first_insn: bool,
 }
 
@@ -62,7 +62,7 @@ impl Default for TopDownOptions {
             warmup: WARMUP,
             from_cycle: None,
             to_cycle: None,
-            from_first_insn: false,
+            from_first_insn: true,
         }
     }
 }
@@ -80,10 +80,9 @@ pub struct TopDown {
     /// The stage that most often follows the allocation stage (its completion, the start of
     /// the stage after it, is where a branch resolves), null when none does.
     pub execution_stage: Option<String>,
-    /// The first cycle counted: 0, or the start of the window.
+    /// The first cycle counted: the one the first instruction begins.
     pub from_cycle: u64,
-    /// The cycle after the last one counted: the last cycle of the trace, or the end of the
-    /// window.
+    /// The cycle after the last one counted: the last cycle of the trace.
     pub to_cycle: u64,
     /// Cycles counted: `to_cycle − from_cycle`.
     pub cycles: u64,
