@@ -861,7 +861,7 @@ pub fn write_table(analysis: &Analysis, out: &mut dyn std::io::Write) -> std::io
     {
         writeln!(
             out,
-            "    {name:<width$}  {:>14}  {:>14}",
+            "    {name:<width$}  {:>20}  {:>20}",
             konata::js_number(konata),
             konata::js_number(classified)
         )?;

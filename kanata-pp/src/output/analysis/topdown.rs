@@ -455,7 +455,6 @@ impl Classifier {
         self.first_begin.get_or_insert(op.begin);
         let s = &self.s;
         let mut alloc: Option<u64> = None;
-        let mut first_exec: Option<u64> = None;
         let mut exec_seen = false;
         let mut completion: Option<u64> = None;
         let mut previous: Option<(u32, u64, u64)> = None;
@@ -479,7 +478,6 @@ impl Classifier {
                 alloc = Some(alloc.map_or(start, |a| a.min(start)));
             }
             if Some(stage) == s.execution {
-                first_exec = first_exec.or(Some(start));
                 exec_seen = true;
             } else if exec_seen && completion.is_none() {
                 if s.completion.contains(&stage) {
@@ -488,7 +486,6 @@ impl Classifier {
                 exec_seen = false;
             }
         }
-        let _ = first_exec;
         for (start, end) in stalls {
             self.mark(start, end, false);
         }
