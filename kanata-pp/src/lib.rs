@@ -18,6 +18,8 @@
 //! - [`trace`]: any input read back as the instructions of a window, for rendering and
 //!   the Python bindings.
 //! - [`render`]: a window drawn as Konata draws it, as SVG or as text for the terminal.
+//! - [`analysis`] (in `output/`, re-exported): Konata's statistics, hot spots, the top-down
+//!   breakdown and the diff of two traces' statistics, for CI (`docs/analysis.md`).
 //! - [`cli`]: the command line, batches and the JSON reports.
 //!
 //! [`diag`] (the repairs, by rule) and [`error`] are shared by all of them.
@@ -45,5 +47,6 @@ pub use error::{Error, ErrorKind};
 pub use gem5::Gem5Options;
 pub use input::detect::Format;
 pub use kanata::normalize::{CloseOpen, Repairs};
+pub use output::analysis;
 pub use output::stats::{StageStats, StatsSink, ThreadStats, TraceStats};
 pub use rsd::RsdOptions;

@@ -10,6 +10,8 @@
 pub mod canonical;
 pub mod conversion;
 pub mod konata_model;
+pub mod konata_stats;
+pub mod konata_topdown;
 
 pub use konata_model::{
     decompress, diff_views, load, load_file, try_load, Arrow, Compare, Dependency, Insn, LoadError,

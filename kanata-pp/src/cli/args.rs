@@ -29,6 +29,8 @@ Examples:
                                              indexed, seekable zstd: windows read fast
   kanata-pp big.kanata.zst --cycles 12M..12.01M -o slow.kanata
                                              cut 10,000 cycles out of a huge trace
+  kanata-pp diff main.kanata pr.kanata --fail-if 'ipc < -2%'
+                                             compare two traces, exit 1 on a regression
 
 Exit codes: 0 converted, 1 input or I/O error (no output is left behind), 2 usage error.
 Repair rules (Q1-Q20) are described in docs/rules.md.";
@@ -82,6 +84,26 @@ pub struct Cli {
     /// residencies): a table, or JSON with `--report json`. Writes no trace unless -o or -d.
     #[arg(long)]
     pub stats: bool,
+
+    /// With --stats: the hot spots listed per table (flushes caused, lane-1 stalls,
+    /// --latency), by instruction address (docs/analysis.md).
+    #[arg(long, value_name = "N", default_value_t = crate::output::analysis::DEFAULT_TOP, help_heading = "Analysis")]
+    pub top: usize,
+
+    /// With --stats: rank instructions by their latency from the first stage to the end of
+    /// the second (lane 0), e.g. `X..Cm`.
+    #[arg(long, value_name = "FROM..TO", help_heading = "Analysis")]
+    pub latency: Option<crate::output::analysis::StageRange>,
+
+    /// With --stats: the allocation stage (lane 0) of the top-down breakdown of the slots;
+    /// found from the trace when not given.
+    #[arg(long, value_name = "STAGE", help_heading = "Analysis")]
+    pub alloc_stage: Option<String>,
+
+    /// With --stats: the slots per cycle of the top-down breakdown; the most instructions
+    /// that enter the allocation stage in one cycle when not given.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..), help_heading = "Analysis")]
+    pub alloc_width: Option<u32>,
 
     /// Treat any repair as an error.
     #[arg(long)]
@@ -472,6 +494,16 @@ impl Cli {
         options.level = self.level;
         options.strict = self.strict;
         options.stats = self.stats;
+        options.analysis = crate::output::analysis::AnalysisOptions {
+            top: self.top,
+            latency: self.latency.clone(),
+            topdown: crate::output::analysis::topdown::TopDownOptions {
+                alloc_stage: self.alloc_stage.clone(),
+                alloc_width: self.alloc_width,
+                ..crate::output::analysis::topdown::TopDownOptions::default()
+            },
+            ..crate::output::analysis::AnalysisOptions::default()
+        };
         options.max_examples = if self.verbose { usize::MAX } else { 5 };
         options.progress = !self.no_progress && !self.quiet;
         options.gem5 = Gem5Options {

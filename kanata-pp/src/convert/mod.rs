@@ -23,6 +23,7 @@ use crate::input::seekable::{Index, Start};
 use crate::input::{self, InputCompression, Lines};
 use crate::kanata::normalize::{KanataNormalizer, Repairs};
 use crate::kanata::read::Sharing;
+use crate::output::analysis::AnalysisOptions;
 use crate::output::seekable::SeekableWriter;
 use crate::output::stats::{StatsSink, TraceStats};
 use crate::output::window::{self, Window, WindowFilter};
@@ -70,6 +71,9 @@ pub struct Options {
     pub progress: bool,
     /// Compute the trace's statistics ([`Report::stats`]): of the window, with a window.
     pub stats: bool,
+    /// What the analysis in the statistics computes (hot spots, `--latency`): see
+    /// [`crate::output::analysis`].
+    pub analysis: AnalysisOptions,
     /// The instructions to keep (`--cycles`, `--sim-cycles`, `--insns`, `--threads`); the
     /// default keeps every one. See [`crate::output::window`].
     pub window: Window,
@@ -101,6 +105,7 @@ impl Options {
             max_examples: 5,
             progress: false,
             stats: false,
+            analysis: AnalysisOptions::default(),
             window: Window::all(),
             seekable: false,
             use_index: true,
@@ -445,7 +450,7 @@ fn run_to<O: Write + Send + 'static>(
         finished.output.finish()?.flush()?;
         return Ok((finished.summary, lines, None, None));
     }
-    let sink = StatsSink::new(compressed);
+    let sink = StatsSink::with_analysis(compressed, options.analysis.clone());
     let (finished, lines) = run(
         format,
         reader,
@@ -580,7 +585,10 @@ fn window_output<O: Write>(
 ) -> Result<WindowSink<O>, Error> {
     let compressed = Compressed::new(output, compression, options)?;
     let out = match options.stats {
-        true => WindowOutput::Stats(StatsSink::new(compressed)),
+        true => WindowOutput::Stats(StatsSink::with_analysis(
+            compressed,
+            options.analysis.clone(),
+        )),
         false => WindowOutput::Plain(compressed),
     };
     Ok(io::BufWriter::with_capacity(1 << 16, out))

@@ -70,6 +70,7 @@ use std::io::{self, Write};
 use bstr::ByteSlice;
 use serde::{Serialize, Serializer};
 
+use crate::output::analysis::{Analysis, AnalysisOptions, Analyzer};
 use crate::output::canonical::{LineParser, Position, StageSkim};
 
 /// The longest line that is read (label lines excepted: only their start is read).
@@ -201,6 +202,12 @@ pub struct TraceStats {
     /// Per stage, keyed by (lane, stage name).
     #[serde(serialize_with = "stages_json")]
     pub stages: BTreeMap<(u64, String), StageStats>,
+    /// Konata's statistics, the classified counts and the hot spots, from a sink made with
+    /// [`StatsSink::with_analysis`] (`kanata-pp --stats` makes one); in the JSON form its
+    /// fields `konata`, `classified`, `hotspots`, `topdown` and `topdown_note` follow
+    /// `stages` (`docs/analysis.md`).
+    #[serde(flatten)]
+    pub analysis: Option<Analysis>,
 }
 
 impl TraceStats {
@@ -293,6 +300,10 @@ impl TraceStats {
                 &rows,
             )?;
         }
+        if let Some(analysis) = &self.analysis {
+            writeln!(out)?;
+            crate::output::analysis::write_table(analysis, out)?;
+        }
         Ok(())
     }
 
@@ -312,6 +323,10 @@ impl TraceStats {
     /// - `stages`: an array, by lane then stage name, of objects with `lane`, `stage`,
     ///   `segments`, `open`, `total_cycles`, `mean`, `median`, `p99`, `max` (residencies in
     ///   cycles; see [`StageStats`]).
+    /// - `konata`, `classified`, `hotspots`, `topdown`, `topdown_note`: with
+    ///   [`analysis`](Self::analysis) only (the sink of `kanata-pp --stats`): Konata's
+    ///   statistics dialog, the same counts classified by mnemonic, the hot spots, the
+    ///   top-down breakdown of the slots ([`crate::output::analysis`], `docs/analysis.md`).
     ///
     /// Counts and cycles are integers; rates, IPC, mean and median are numbers that may
     /// have a fraction. Ratios that would divide by zero are written as 0.
@@ -454,6 +469,14 @@ impl<W: Write> StatsSink<W> {
             carry: Vec::new(),
             state: State::default(),
         }
+    }
+
+    /// A sink that forwards to `inner` and also computes the [`Analysis`] of the text
+    /// ([`TraceStats::analysis`]).
+    pub fn with_analysis(inner: W, options: AnalysisOptions) -> StatsSink<W> {
+        let mut sink = StatsSink::new(inner);
+        sink.state.analyzer = Some(Box::new(Analyzer::new(options)));
+        sink
     }
 
     /// The inner writer.
@@ -699,6 +722,8 @@ struct State {
     table: StageTable,
     thread_index: HashMap<i64, u32, Fx>,
     threads: Vec<(i64, ThreadAcc)>,
+    /// The analysis, when asked for.
+    analyzer: Option<Box<Analyzer>>,
 }
 
 impl State {
@@ -707,6 +732,9 @@ impl State {
     fn line(&mut self, line: &[u8]) {
         self.lines += 1;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
+        if let Some(analyzer) = &mut self.analyzer {
+            analyzer.line(line);
+        }
         // A longer line may have been cut (`push_carry`); the reader needs only the start of
         // an `L` line.
         let understood = if line.len() > MAX_LINE && !line.starts_with(b"L\t") {
@@ -878,6 +906,7 @@ impl State {
                 .zip(open)
                 .map(|(acc, open)| ((acc.lane, acc.name.clone()), acc.stats(open)))
                 .collect(),
+            analysis: self.analyzer.as_ref().map(|a| a.snapshot()),
         }
     }
 }
