@@ -358,7 +358,10 @@ impl Machine {
 /// (`null` in the JSON form). In the `"konata"` object they are Konata's values exactly
 /// (see the [module documentation](self)); in the `"classified"` object the same fields
 /// hold this project's counts ([`Classified`](super::Analysis::classified)).
-#[derive(Clone, Debug, PartialEq, Serialize)]
+///
+/// Two sets of values are equal when every value is the same number, NaN included (a NaN
+/// is a value of Konata's like any other: the same trace gives the same NaN).
+#[derive(Clone, Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
 #[non_exhaustive]
 pub struct StatsValues {
@@ -414,6 +417,17 @@ pub struct StatsValues {
     pub mpki_speculative_mem_miss: f64,
     /// Konata: `lastRID / lastCycle`; classified: retired instructions per cycle.
     pub ipc: f64,
+}
+
+impl PartialEq for StatsValues {
+    fn eq(&self, other: &StatsValues) -> bool {
+        self.classifier == other.classifier
+            && self
+                .fields()
+                .iter()
+                .zip(other.fields())
+                .all(|((_, a), (_, b))| a.to_bits() == b.to_bits())
+    }
 }
 
 impl StatsValues {
