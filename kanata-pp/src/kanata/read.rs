@@ -244,7 +244,7 @@ pub(crate) fn run<W: Write + Send + 'static>(
         // Owned by this closure, so that an early return (an error) drops it: a reader
         // blocked on a full channel then stops, instead of the scope waiting for it forever.
         let full_rx = full_rx;
-        scope.spawn(move || {
+        let reader = scope.spawn(move || {
             read_batches(
                 input,
                 prefix,
@@ -255,57 +255,66 @@ pub(crate) fn run<W: Write + Send + 'static>(
                 empty_rx,
             )
         });
-        let mut end = None;
-        loop {
-            let mut batch = match full_rx.try_recv() {
-                Ok(batch) => batch,
-                Err(mpsc::TryRecvError::Disconnected) => break,
-                Err(mpsc::TryRecvError::Empty) => {
-                    waiting.store(true, Ordering::Relaxed);
-                    match full_rx.recv() {
-                        Ok(batch) => batch,
-                        Err(mpsc::RecvError) => break,
+        let mut normalize = || {
+            let mut end = None;
+            loop {
+                let mut batch = match full_rx.try_recv() {
+                    Ok(batch) => batch,
+                    Err(mpsc::TryRecvError::Disconnected) => break,
+                    Err(mpsc::TryRecvError::Empty) => {
+                        waiting.store(true, Ordering::Relaxed);
+                        match full_rx.recv() {
+                            Ok(batch) => batch,
+                            Err(mpsc::RecvError) => break,
+                        }
+                    }
+                };
+                if let Some(first) = batch.unparsed_from {
+                    let mut at = Position {
+                        number: first - 1,
+                        eof: false,
+                        unterminated: false,
+                    };
+                    let stop = parse_lines(
+                        &batch.text,
+                        &mut own_reader,
+                        &mut at,
+                        diag,
+                        |number, parsed, text, diag| normalizer.parsed(parsed, text, number, diag),
+                    );
+                    if let Some(Err(error)) = stop {
+                        return Err(error);
                     }
                 }
-            };
-            if let Some(first) = batch.unparsed_from {
-                let mut at = Position {
-                    number: first - 1,
-                    eof: false,
-                    unterminated: false,
-                };
-                let stop = parse_lines(
-                    &batch.text,
-                    &mut own_reader,
-                    &mut at,
-                    diag,
-                    |number, parsed, text, diag| normalizer.parsed(parsed, text, number, diag),
-                );
-                if let Some(Err(error)) = stop {
-                    return Err(error);
+                for item in &batch.items {
+                    let parsed = item.parsed.map(|span| batch.get(span));
+                    normalizer.parsed(&parsed, batch.get(item.text), item.number, diag)?;
+                    if let Some(error) = strict_error(diag) {
+                        return Err(error);
+                    }
                 }
-            }
-            for item in &batch.items {
-                let parsed = item.parsed.map(|span| batch.get(span));
-                normalizer.parsed(&parsed, batch.get(item.text), item.number, diag)?;
-                if let Some(error) = strict_error(diag) {
-                    return Err(error);
+                end = batch.end.take();
+                if end.is_some() {
+                    break;
                 }
+                // The reader may have stopped already; then the batch is simply freed.
+                let _ = empty_tx.send(batch);
             }
-            end = batch.end.take();
-            if end.is_some() {
-                break;
-            }
-            // The reader may have stopped already; then the batch is simply freed.
-            let _ = empty_tx.send(batch);
-        }
-        // Dropping the receiver on an early return stops the reader.
-        end.unwrap_or_else(|| {
-            Err(Error::new(
-                crate::ErrorKind::Io,
-                "the reading thread stopped",
-            ))
-        })
+            end.unwrap_or_else(|| {
+                Err(Error::new(
+                    crate::ErrorKind::Io,
+                    "the reading thread stopped",
+                ))
+            })
+        };
+        let outcome = normalize();
+        // Dropping the receiver (after an early return too) stops the reader. Joined here
+        // rather than by the scope, which waits for the closure only: the thread itself
+        // may still be running its thread-locals' destructors then (the fuzzers' leak
+        // checker saw that once, as a 32-byte `__cxa_thread_atexit_impl` record).
+        drop(full_rx);
+        let _ = reader.join();
+        outcome
     });
     diag.merge(reader_diag);
     let lines = outcome?;
