@@ -799,7 +799,7 @@ fn run_indexed<O: Write>(
     let (frames, decompressed) = mpsc::sync_channel::<io::Result<Vec<u8>>>(2);
     let (spent, spent_frames) = mpsc::channel::<Vec<u8>>();
     std::thread::scope(|scope| {
-        scope.spawn(move || loop {
+        let decoder = scope.spawn(move || loop {
             while let Ok(buffer) = spent_frames.try_recv() {
                 text.give_back(buffer);
             }
@@ -817,25 +817,32 @@ fn run_indexed<O: Write>(
         });
         // Owned by the loop, so that leaving it early (the window complete, an error)
         // drops the receiver and stops the thread.
-        for frame in decompressed {
-            let frame = frame.map_err(|err| Error::new(ErrorKind::Input, err.to_string()))?;
-            lines += memchr::memchr_iter(b'\n', &frame).count() as u64;
-            filter.push(&frame).map_err(|err| match err.kind() {
-                ErrorKind::Input => Error::new(
-                    ErrorKind::Input,
-                    format!(
+        let feed = || {
+            for frame in decompressed {
+                let frame = frame.map_err(|err| Error::new(ErrorKind::Input, err.to_string()))?;
+                lines += memchr::memchr_iter(b'\n', &frame).count() as u64;
+                filter.push(&frame).map_err(|err| match err.kind() {
+                    ErrorKind::Input => Error::new(
+                        ErrorKind::Input,
+                        format!(
                         "{err} (read through the seekable index; --no-index reads from the start)"
                     ),
-                ),
-                _ => err,
-            })?;
-            progress.update();
-            let _ = spent.send(frame);
-            if filter.is_done() {
-                break;
+                    ),
+                    _ => err,
+                })?;
+                progress.update();
+                let _ = spent.send(frame);
+                if filter.is_done() {
+                    break;
+                }
             }
-        }
-        Ok::<(), Error>(())
+            Ok::<(), Error>(())
+        };
+        let fed = feed();
+        // Joined here rather than by the scope, which waits for the closure only, not for
+        // the thread's thread-locals (see `kanata/read.rs`).
+        let _ = decoder.join();
+        fed
     })?;
     finish_window(filter.finish()?, lines, true, diag)
 }
