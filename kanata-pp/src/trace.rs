@@ -284,12 +284,7 @@ fn may_read_directly(input: &Path, options: &Options) -> bool {
     input.as_os_str() != "-"
         && matches!(options.from, None | Some(Format::Kanata))
         && !options.window.is_restricted()
-        && !repairs.renumber_retire
-        && repairs.close_open.is_none()
-        && !repairs.dedupe
-        && !repairs.stretch_zero
-        && repairs.strip_prefix.is_none()
-        && !repairs.compact
+        && repairs.keep_canonical_text()
 }
 
 /// Reads `input` with [`Instructions`], straight from its decompressed text, and sends its

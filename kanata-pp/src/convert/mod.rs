@@ -723,12 +723,7 @@ fn may_use_index(
         && (window.cycles.start.is_some()
             || window.sim_cycles.start.is_some()
             || window.insns.start.is_some())
-        && !repairs.renumber_retire
-        && repairs.close_open.is_none()
-        && !repairs.dedupe
-        && !repairs.stretch_zero
-        && repairs.strip_prefix.is_none()
-        && !repairs.compact
+        && repairs.keep_canonical_text()
 }
 
 /// The index of a seekable input, if it has a sound one; a damaged one is reported (W2) and

@@ -67,6 +67,20 @@ impl Default for Repairs {
     }
 }
 
+impl Repairs {
+    /// Whether none of the repairs that change canonical text is asked for: then the
+    /// conversion of a canonical file is the file itself (the late window only matters to
+    /// text that is not canonical).
+    pub fn keep_canonical_text(&self) -> bool {
+        !self.renumber_retire
+            && self.close_open.is_none()
+            && !self.dedupe
+            && !self.stretch_zero
+            && self.strip_prefix.is_none()
+            && !self.compact
+    }
+}
+
 /// Where in the file the normalizer is (the reader has handled the header).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Phase {
