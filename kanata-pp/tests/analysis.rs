@@ -8,7 +8,7 @@ mod common;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use kanata_pp::analysis::{Analysis, AnalysisOptions, StageRange};
+use kanata_pp::analysis::{Analysis, AnalysisOptions, Analyzer, StageRange};
 use kanata_pp::{convert, Destination, Options, StatsSink};
 use kanata_tests::konata_model;
 use kanata_tests::konata_stats::konata_stats;
@@ -440,6 +440,51 @@ fn analysis_does_not_depend_on_chunks() {
             "chunk size {size}"
         );
     }
+}
+
+/// The sink reads its text once, for its statistics and the analysis together; a lone
+/// [`Analyzer`] parses each line itself. On canonical text both give the same analysis:
+/// generated traces (generic and x86-gem5, a latency range) and the converted corpus.
+#[test]
+fn the_sink_and_a_lone_analyzer_agree() {
+    let options = AnalysisOptions {
+        latency: Some("F..Cm".parse().unwrap()),
+        ..AnalysisOptions::default()
+    };
+    let mut traces = vec![
+        generated(5, 3000, RISCV, None),
+        generated(6, 1500, X86, Some(0)),
+        generated(7, 1300, X86, Some(1001)),
+    ];
+    let dir = tempfile::tempdir().unwrap();
+    if let Some(corpus) = corpus() {
+        for sub in ["kanata", "gem5", "rsd"] {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(corpus.join(sub))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .filter(|p| !p.ends_with("SOURCES.md"))
+                .collect();
+            files.sort();
+            for input in files {
+                let out = dir.path().join("out.kanata");
+                if convert(&input, &Options::new(Destination::Path(out.clone()))).is_ok() {
+                    traces.push(std::fs::read(&out).unwrap());
+                }
+            }
+        }
+    }
+    for text in &traces {
+        let mut analyzer = Analyzer::new(options.clone());
+        for line in text.strip_suffix(b"\n").unwrap().split(|&b| b == b'\n') {
+            analyzer.line(line);
+        }
+        assert_eq!(analyzer.ignored_lines(), 0);
+        assert_eq!(
+            format!("{:?}", analyse(text, options.clone())),
+            format!("{:?}", analyzer.snapshot())
+        );
+    }
+    assert!(traces.len() > 3 || corpus().is_none());
 }
 
 /// Begins an instruction of a thread with a label.

@@ -832,7 +832,7 @@ fn parse_u64(field: &[u8]) -> Option<u64> {
 }
 
 /// A plain decimal with an optional `-` (never `-0`), within i64.
-fn parse_i64(field: &[u8]) -> Option<i64> {
+pub(crate) fn parse_i64(field: &[u8]) -> Option<i64> {
     match field {
         [b'-', digits @ ..] => {
             let n = parse_u64(digits).filter(|&n| n != 0)?;

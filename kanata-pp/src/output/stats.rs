@@ -732,12 +732,12 @@ impl State {
     fn line(&mut self, line: &[u8]) {
         self.lines += 1;
         let line = line.strip_suffix(b"\r").unwrap_or(line);
-        if let Some(analyzer) = &mut self.analyzer {
-            analyzer.line(line);
-        }
         // A longer line may have been cut (`push_carry`); the reader needs only the start of
         // an `L` line.
         let understood = if line.len() > MAX_LINE && !line.starts_with(b"L\t") {
+            if let Some(analyzer) = &mut self.analyzer {
+                analyzer.skipped();
+            }
             false
         } else {
             self.apply(line).is_some()
@@ -747,11 +747,12 @@ impl State {
         }
     }
 
-    /// Applies what `line` says; `None` if it cannot be read or does not apply.
+    /// Applies what `line` says; `None` if it cannot be read or does not apply. The
+    /// analysis reads the same skim.
     #[inline]
     fn apply(&mut self, line: &[u8]) -> Option<()> {
         let skim = match self.parser.skim_stages(line) {
-            Ok(skim) => skim,
+            Ok(skim) => Some(skim),
             // Text that does not start with the header and the `C=` line is read as if they
             // were there (`C=\t0`): this line is the first of the body.
             Err(_) if self.parser.start_cycle().is_none() => {
@@ -760,11 +761,17 @@ impl State {
                     cycle: 0,
                     start_cycle: 0,
                 });
-                self.parser.skim_stages(line).ok()?
+                self.parser.skim_stages(line).ok()
             }
-            Err(_) => return None,
+            Err(_) => None,
         };
-        match skim {
+        if let Some(analyzer) = &mut self.analyzer {
+            match &skim {
+                Some(skim) => analyzer.skimmed(line, skim, self.parser.cycle()),
+                None => analyzer.skipped(),
+            }
+        }
+        match skim? {
             StageSkim::StageStart { id, lane, name } => self.start(id, lane, name),
             StageSkim::StageEnd { id, lane, name } => self.end(id, lane, name),
             StageSkim::Insn { id, thread } => self.insn(id, thread),

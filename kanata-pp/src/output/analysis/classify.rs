@@ -11,13 +11,16 @@
 //!   compressed `c.` prefix removed. gem5 x86 labels (`MOV_M_R : st …`) give their macro-op
 //!   name; the micro-op after the second colon is read when the macro-op name has an `_`.
 
+use std::borrow::Cow;
+
 use super::konata::{BRANCH, JUMP, STORE};
 
 /// The longest label text kept as the key of a hot spot without an address.
 pub const MAX_KEY_TEXT: usize = 64;
 
 /// An instruction's address, when its label starts with one.
-pub(crate) fn address(label: &str) -> Option<u64> {
+#[cfg(test)]
+fn address(label: &str) -> Option<u64> {
     address_and_rest(label).map(|(pc, _)| pc)
 }
 
@@ -60,54 +63,71 @@ fn address_and_rest(label: &str) -> Option<(u64, &str)> {
     Some((pc, rest))
 }
 
-/// The mnemonic of a label, lower-cased, `c.` removed (see the [module](self) docs), and
-/// for a gem5 x86 label the micro-op's mnemonic after the macro-op's name.
-pub(crate) fn mnemonic(label: &str) -> (String, Option<String>) {
-    let rest = match address_and_rest(label) {
-        Some((_, rest)) => rest,
-        None => label.trim_start(),
+/// The hot-spot key and the kind bits of a label (see [`kinds`]), from one reading of its
+/// address: for a gem5 x86 micro-op, a conditional jump macro-op (`J…` but `JMP…`) whose
+/// micro-op writes the instruction pointer (`wrip`) is a branch, `JMP…`, `CALL…` and `RET…`
+/// ones are jumps, and a micro-op `st…` is a store.
+pub(crate) fn key_and_kinds(label: &str) -> (Key, u8) {
+    let (key, rest) = match address_and_rest(label) {
+        Some((pc, rest)) => (Key::Pc(pc), rest),
+        None => (Key::text(label), label.trim_start()),
     };
-    let word: &str = rest.split_whitespace().next().unwrap_or("");
-    let word = word.trim_end_matches([',', ':']).to_ascii_lowercase();
+    (key, rest_kinds(rest))
+}
+
+/// The kind bits of the text after a label's address.
+fn rest_kinds(rest: &str) -> u8 {
+    // Labels are read once per instruction: the words are lower-cased on the stack.
+    let mut word_buf = [0; 32];
+    let mut micro_buf = [0; 32];
+    let word = rest.split_whitespace().next().unwrap_or("");
+    let word = lower(word.trim_end_matches([',', ':']), &mut word_buf);
     // gem5 x86: `MACRO_OP : micro-op operands`.
     if word.contains('_') {
         let micro = rest
             .split_once(':')
-            .and_then(|(_, micro)| micro.split_whitespace().next())
-            .map(str::to_ascii_lowercase);
-        return (word, micro);
+            .and_then(|(_, micro)| micro.split_whitespace().next());
+        return match micro {
+            Some(micro) => micro_op_kinds(&word, &lower(micro, &mut micro_buf)),
+            None => kinds(&word),
+        };
     }
-    match word.strip_prefix("c.") {
-        Some(rest) => (rest.to_owned(), None),
-        None => (word, None),
-    }
+    kinds(word.strip_prefix("c.").unwrap_or(&word))
 }
 
-/// The kind bits of a label (see [`kinds`]): for a gem5 x86 micro-op, a conditional jump
-/// macro-op (`J…` but `JMP…`) whose micro-op writes the instruction pointer (`wrip`) is a
-/// branch, `JMP…`, `CALL…` and `RET…` ones are jumps, and a micro-op `st…` is a store.
-pub(crate) fn label_kinds(label: &str) -> u8 {
-    match mnemonic(label) {
-        (macro_op, Some(micro)) => {
-            let writes_ip = micro.starts_with("wrip");
-            let mut kinds = 0;
-            if writes_ip {
-                if macro_op.starts_with("jmp")
-                    || macro_op.starts_with("call")
-                    || macro_op.starts_with("ret")
-                {
-                    kinds |= JUMP;
-                } else if macro_op.starts_with('j') || macro_op.starts_with("loop") {
-                    kinds |= BRANCH;
-                }
-            }
-            if micro.starts_with("st") {
-                kinds |= STORE;
-            }
-            kinds
+/// The kind bits of a gem5 x86 micro-op of macro-op `macro_op` (both lower-cased).
+fn micro_op_kinds(macro_op: &str, micro: &str) -> u8 {
+    let mut kinds = 0;
+    if micro.starts_with("wrip") {
+        if macro_op.starts_with("jmp")
+            || macro_op.starts_with("call")
+            || macro_op.starts_with("ret")
+        {
+            kinds |= JUMP;
+        } else if macro_op.starts_with('j') || macro_op.starts_with("loop") {
+            kinds |= BRANCH;
         }
-        (word, None) => kinds(&word),
     }
+    if micro.starts_with("st") {
+        kinds |= STORE;
+    }
+    kinds
+}
+
+/// `word` lower-cased (ASCII), in `buf` when it fits.
+pub(crate) fn lower<'a>(word: &'a str, buf: &'a mut [u8; 32]) -> Cow<'a, str> {
+    if !word.bytes().any(|b| b.is_ascii_uppercase()) {
+        return Cow::Borrowed(word);
+    }
+    if let Some(bytes) = buf.get_mut(..word.len()) {
+        bytes.copy_from_slice(word.as_bytes());
+        bytes.make_ascii_lowercase();
+        // Lower-casing ASCII keeps UTF-8 valid.
+        if let Ok(lowered) = std::str::from_utf8(bytes) {
+            return Cow::Borrowed(lowered);
+        }
+    }
+    Cow::Owned(word.to_ascii_lowercase())
 }
 
 /// The kind bits of a mnemonic: conditional branch, jump (unconditional, call, return),
@@ -162,12 +182,9 @@ pub(crate) enum Key {
 }
 
 impl Key {
-    /// The key of an instruction with this label.
-    pub(crate) fn of(label: &str) -> Key {
-        match address(label) {
-            Some(pc) => Key::Pc(pc),
-            None => Key::Text(cut(label.trim(), MAX_KEY_TEXT).into()),
-        }
+    /// The key of a label without an address.
+    fn text(label: &str) -> Key {
+        Key::Text(cut(label.trim(), MAX_KEY_TEXT).into())
     }
 }
 
@@ -186,6 +203,135 @@ pub(crate) fn cut(text: &str, max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first implementation (a `String` per word), which [`key_and_kinds`] must agree
+    /// with.
+    mod reference {
+        use super::super::*;
+
+        pub(super) fn mnemonic(label: &str) -> (String, Option<String>) {
+            let rest = match address_and_rest(label) {
+                Some((_, rest)) => rest,
+                None => label.trim_start(),
+            };
+            let word: &str = rest.split_whitespace().next().unwrap_or("");
+            let word = word.trim_end_matches([',', ':']).to_ascii_lowercase();
+            if word.contains('_') {
+                let micro = rest
+                    .split_once(':')
+                    .and_then(|(_, micro)| micro.split_whitespace().next())
+                    .map(str::to_ascii_lowercase);
+                return (word, micro);
+            }
+            match word.strip_prefix("c.") {
+                Some(rest) => (rest.to_owned(), None),
+                None => (word, None),
+            }
+        }
+
+        pub(super) fn label_kinds(label: &str) -> u8 {
+            match mnemonic(label) {
+                (macro_op, Some(micro)) => {
+                    let writes_ip = micro.starts_with("wrip");
+                    let mut kinds = 0;
+                    if writes_ip {
+                        if macro_op.starts_with("jmp")
+                            || macro_op.starts_with("call")
+                            || macro_op.starts_with("ret")
+                        {
+                            kinds |= JUMP;
+                        } else if macro_op.starts_with('j') || macro_op.starts_with("loop") {
+                            kinds |= BRANCH;
+                        }
+                    }
+                    if micro.starts_with("st") {
+                        kinds |= STORE;
+                    }
+                    kinds
+                }
+                (word, None) => kinds(&word),
+            }
+        }
+
+        pub(super) fn key_of(label: &str) -> Key {
+            match address(label) {
+                Some(pc) => Key::Pc(pc),
+                None => Key::Text(cut(label.trim(), MAX_KEY_TEXT).into()),
+            }
+        }
+    }
+
+    fn label_kinds(label: &str) -> u8 {
+        key_and_kinds(label).1
+    }
+
+    #[test]
+    fn agrees_with_the_reference() {
+        let words = [
+            "0x80001a2c:",
+            "0x400078.3",
+            ":",
+            "PC",
+            "pc",
+            "12000d918",
+            "BEQ",
+            "beq",
+            "c.j",
+            "C.SDSP",
+            "JNZ_I",
+            "jnz_i",
+            "CALL_NEAR_I",
+            "RET_NEAR",
+            "JMP_I",
+            "LOOP_I",
+            "MOV_M_R",
+            "wrip",
+            "WRIP",
+            "st",
+            "STUL",
+            "limm",
+            "jal",
+            "Jal,",
+            "amoadd.w",
+            "sc.w",
+            "b.ne",
+            "str",
+            "std",
+            "a0,",
+            "t1,",
+            "SS:[rsp]",
+            "é",
+            "ÉST",
+            "\\n",
+            "\t",
+            "  ",
+            "x",
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ_K",
+            "stabcdefghijklmnopqrstuvwxyzabcdefghi",
+        ];
+        let mut seed = 0x2545_f491_4f6c_dd1d_u64;
+        for _ in 0..100_000 {
+            let mut label = String::new();
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let n = (seed % 6) as usize;
+            for i in 0..n {
+                let pick = (seed >> (8 + 8 * i)) as usize % words.len();
+                label.push_str(words[pick]);
+                label.push(if (seed >> (50 + i)) & 1 == 0 {
+                    ' '
+                } else {
+                    ':'
+                });
+            }
+            assert_eq!(
+                key_and_kinds(&label),
+                (reference::key_of(&label), reference::label_kinds(&label)),
+                "{label:?}"
+            );
+        }
+    }
 
     #[test]
     fn addresses() {
@@ -232,18 +378,22 @@ mod tests {
         assert_eq!(k("0x400078.1 : MOV_M_R : st rax, DS:[rsp]"), STORE);
         assert_eq!(k("0x400078.1 : MOV_R_R : mov rax, rax, rbx"), 0);
         assert_eq!(k("std"), 0);
-        assert_eq!(mnemonic("  0x10:  ADDI a0"), ("addi".to_owned(), None));
+        assert_eq!(
+            reference::mnemonic("  0x10:  ADDI a0"),
+            ("addi".to_owned(), None)
+        );
+        assert_eq!(k("  0x10:  SD a0"), STORE);
     }
 
     #[test]
     fn keys() {
-        assert_eq!(Key::of("0x10: add"), Key::Pc(16));
+        assert_eq!(key_and_kinds("0x10: add").0, Key::Pc(16));
         assert_eq!(
-            Key::of("  i-cache-miss  "),
+            key_and_kinds("  i-cache-miss  ").0,
             Key::Text("i-cache-miss".into())
         );
         let long = "é".repeat(100);
-        match Key::of(&long) {
+        match key_and_kinds(&long).0 {
             Key::Text(text) => assert_eq!(text.len(), 64),
             other => panic!("{other:?}"),
         }

@@ -36,7 +36,29 @@ pub(crate) const JUMP: u8 = 2;
 /// A store.
 pub(crate) const STORE: u8 = 4;
 
+/// A code unit of a label as Konata's matchers read it: UTF-16, or a byte of a label that
+/// is all ASCII (where the two are the same units).
+pub(crate) trait Unit: Copy {
+    /// The UTF-16 code unit.
+    fn unit(self) -> u16;
+}
+
+impl Unit for u8 {
+    #[inline]
+    fn unit(self) -> u16 {
+        u16::from(self)
+    }
+}
+
+impl Unit for u16 {
+    #[inline]
+    fn unit(self) -> u16 {
+        self
+    }
+}
+
 /// Whether `c` is in JavaScript's `\s`.
+#[inline]
 fn js_space(c: u16) -> bool {
     matches!(
         c,
@@ -54,72 +76,77 @@ fn js_space(c: u16) -> bool {
     )
 }
 
-/// Whether `text` contains `needle` (ASCII, exact case).
-fn contains(text: &[u16], needle: &[u8]) -> bool {
-    text.windows(needle.len())
-        .any(|w| w.iter().zip(needle).all(|(&a, &b)| a == u16::from(b)))
-}
-
-/// Whether `text` contains white space immediately followed by `next` (ASCII, exact case).
-fn space_then(text: &[u16], next: &[u8]) -> bool {
-    (0..text.len()).any(|i| {
-        js_space(text[i])
-            && text.len() > i + next.len()
-            && text[i + 1..=i + next.len()]
-                .iter()
-                .zip(next)
-                .all(|(&a, &b)| a == u16::from(b))
-    })
-}
-
-/// Whether `text[at..]` starts with `word`, ASCII letters compared without case.
-fn starts_nocase(text: &[u16], at: usize, word: &[u8]) -> bool {
+/// Whether `text[at..]` starts with `word` (ASCII, exact case).
+#[inline]
+fn starts<T: Unit>(text: &[T], at: usize, word: &[u8]) -> bool {
     text.len() >= at + word.len()
         && text[at..at + word.len()]
             .iter()
             .zip(word)
-            .all(|(&a, &b)| u8::try_from(a).is_ok_and(|a| a.eq_ignore_ascii_case(&b)))
+            .all(|(&a, &b)| a.unit() == u16::from(b))
+}
+
+/// Whether `text` contains `needle` (ASCII, exact case).
+fn contains<T: Unit>(text: &[T], needle: &[u8]) -> bool {
+    (0..text.len()).any(|i| starts(text, i, needle))
+}
+
+/// Whether `text[at..]` starts with `word`, ASCII letters compared without case.
+fn starts_nocase<T: Unit>(text: &[T], at: usize, word: &[u8]) -> bool {
+    text.len() >= at + word.len()
+        && text[at..at + word.len()]
+            .iter()
+            .zip(word)
+            .all(|(&a, &b)| u8::try_from(a.unit()).is_ok_and(|a| a.eq_ignore_ascii_case(&b)))
+}
+
+/// `:\s*WORD` at the colon `text[colon]`.
+fn after_colon<T: Unit>(text: &[T], colon: usize, word: &[u8]) -> bool {
+    let mut at = colon + 1;
+    while at < text.len() && js_space(text[at].unit()) {
+        at += 1;
+    }
+    starts(text, at, word)
 }
 
 /// `[^:]+:\s*WORD` matched from `from`: at least one code unit that is not `:`, the first `:`
 /// after them, white space, then `word` (exact case).
-fn colon_then(text: &[u16], from: usize, word: &[u8]) -> bool {
+fn colon_then<T: Unit>(text: &[T], from: usize, word: &[u8]) -> bool {
     let colon = u16::from(b':');
     let Some(offset) = text
         .get(from..)
-        .and_then(|rest| rest.iter().position(|&c| c == colon))
+        .and_then(|rest| rest.iter().position(|&c| c.unit() == colon))
     else {
         return false;
     };
-    if offset == 0 {
-        return false;
-    }
-    let mut at = from + offset + 1;
-    while at < text.len() && js_space(text[at]) {
-        at += 1;
-    }
-    text.len() >= at + word.len()
-        && text[at..at + word.len()]
-            .iter()
-            .zip(word)
-            .all(|(&a, &b)| a == u16::from(b))
+    offset > 0 && after_colon(text, from + offset, word)
+}
+
+/// `[^:]+:\s*WORD` anywhere. The match of `[^:]+` ends right before its colon, so the pattern
+/// matches where a colon that follows a unit other than `:` is followed by `\s*WORD`: one
+/// pass over the colons.
+fn any_colon_then<T: Unit>(text: &[T], word: &[u8]) -> bool {
+    let colon = u16::from(b':');
+    (1..text.len()).any(|c| {
+        text[c].unit() == colon && text[c - 1].unit() != colon && after_colon(text, c, word)
+    })
 }
 
 /// `A[^,]*,[^,]*A` for a three-unit pattern `A` that `at(text, i)` matches at `i`.
-fn pair_across_comma(text: &[u16], at: impl Fn(&[u16], usize) -> bool) -> bool {
+fn pair_across_comma<T: Unit>(text: &[T], at: impl Fn(&[T], usize) -> bool) -> bool {
     let comma = u16::from(b',');
     for i in 0..text.len() {
         if !at(text, i) {
             continue;
         }
-        let Some(offset) = text[i + 3..].iter().position(|&c| c == comma) else {
+        let Some(offset) = text[i + 3..].iter().position(|&c| c.unit() == comma) else {
             // No comma after this match: none after a later one either.
             return false;
         };
         let start = i + 3 + offset + 1;
         let end = text[start..]
             .iter()
-            .position(|&c| c == comma)
+            .position(|&c| c.unit() == comma)
             .map_or(text.len(), |o| start + o);
         if (start..end.saturating_sub(2)).any(|j| at(text, j)) {
             return true;
@@ -128,12 +155,18 @@ fn pair_across_comma(text: &[u16], at: impl Fn(&[u16], usize) -> bool) -> bool {
     false
 }
 
-fn in_set(c: u16, set: &[u8]) -> bool {
+#[inline]
+fn in_set<T: Unit>(c: T, set: &[u8]) -> bool {
+    in_set_unit(c.unit(), set)
+}
+
+#[inline]
+fn in_set_unit(c: u16, set: &[u8]) -> bool {
     set.iter().any(|&s| u16::from(s) == c)
 }
 
 /// `[eErR][aAbBcCdD][xX]` at `i`.
-fn x86_register(text: &[u16], i: usize) -> bool {
+fn x86_register<T: Unit>(text: &[T], i: usize) -> bool {
     text.len() >= i + 3
         && in_set(text[i], b"eErR")
         && in_set(text[i + 1], b"aAbBcCdD")
@@ -141,7 +174,7 @@ fn x86_register(text: &[u16], i: usize) -> bool {
 }
 
 /// `[xXyY][mM][mM]` at `i`.
-fn x86_vector(text: &[u16], i: usize) -> bool {
+fn x86_vector<T: Unit>(text: &[T], i: usize) -> bool {
     text.len() >= i + 3
         && in_set(text[i], b"xXyY")
         && in_set(text[i + 1], b"mM")
@@ -156,20 +189,33 @@ fn x86_vector(text: &[u16], i: usize) -> bool {
 ///   anywhere (the alternation binds loosest);
 /// - store: `/[\s](st)|(sw)|(sh)|(sb)[^\s]*[\s]*/`, white space then `st`, or `sw`, `sh` or
 ///   `sb` anywhere.
-pub(crate) fn generic_kinds(label: &[u16]) -> u8 {
+pub(crate) fn generic_kinds<T: Unit>(label: &[T]) -> u8 {
+    // One pass: every pattern starts at white space, `c`, `r` or `s`.
+    let at = |i: usize| label.get(i).map_or(0, |c| c.unit());
     let mut kinds = 0;
-    if space_then(label, b"b") {
-        kinds |= BRANCH;
-    }
-    if space_then(label, b"j") || contains(label, b"call") || contains(label, b"ret") {
-        kinds |= JUMP;
-    }
-    if space_then(label, b"st")
-        || contains(label, b"sw")
-        || contains(label, b"sh")
-        || contains(label, b"sb")
-    {
-        kinds |= STORE;
+    for i in 0..label.len() {
+        let c = label[i].unit();
+        if js_space(c) {
+            match at(i + 1) {
+                0x62 /* b */ => kinds |= BRANCH,
+                0x6a /* j */ => kinds |= JUMP,
+                0x73 /* s */ if at(i + 2) == u16::from(b't') => kinds |= STORE,
+                _ => {}
+            }
+        } else if c == u16::from(b'c') {
+            if starts(label, i, b"call") {
+                kinds |= JUMP;
+            }
+        } else if c == u16::from(b'r') {
+            if starts(label, i, b"ret") {
+                kinds |= JUMP;
+            }
+        } else if c == u16::from(b's') && in_set_unit(at(i + 1), b"whb") {
+            kinds |= STORE;
+        }
+        if kinds == BRANCH | JUMP | STORE {
+            break;
+        }
     }
     kinds
 }
@@ -179,26 +225,30 @@ pub(crate) fn generic_kinds(label: &[u16]) -> u8 {
 /// - branch: `/[\s]*[jJ][^mM][^:]+:\s*wrip/`;
 /// - jump: `/([\s]*([jJ][mM])|([cC][aA][lL][lL])|([rR][eE][tT]))[^:]+:\s*wrip/`;
 /// - store: `/[\s]*[^:]+:\s*st/`.
-pub(crate) fn x86_kinds(label: &[u16]) -> u8 {
+pub(crate) fn x86_kinds<T: Unit>(label: &[T]) -> u8 {
     let mut kinds = 0;
-    let m = |c: u16| c == u16::from(b'm') || c == u16::from(b'M');
-    let branch = (0..label.len()).any(|p| {
-        in_set(label[p], b"jJ") && p + 1 < label.len() && !m(label[p + 1]) && {
-            colon_then(label, p + 2, b"wrip")
+    // Both need `wrip`: most labels (every one but gem5 x86 micro-ops) are passed over in
+    // one scan.
+    if contains(label, b"wrip") {
+        let m = |c: T| c.unit() == u16::from(b'm') || c.unit() == u16::from(b'M');
+        let branch = (0..label.len()).any(|p| {
+            in_set(label[p], b"jJ") && p + 1 < label.len() && !m(label[p + 1]) && {
+                colon_then(label, p + 2, b"wrip")
+            }
+        });
+        if branch {
+            kinds |= BRANCH;
         }
-    });
-    if branch {
-        kinds |= BRANCH;
+        let jump = (0..label.len()).any(|p| {
+            (starts_nocase(label, p, b"jm") && colon_then(label, p + 2, b"wrip"))
+                || (starts_nocase(label, p, b"call") && colon_then(label, p + 4, b"wrip"))
+                || (starts_nocase(label, p, b"ret") && colon_then(label, p + 3, b"wrip"))
+        });
+        if jump {
+            kinds |= JUMP;
+        }
     }
-    let jump = (0..label.len()).any(|p| {
-        (starts_nocase(label, p, b"jm") && colon_then(label, p + 2, b"wrip"))
-            || (starts_nocase(label, p, b"call") && colon_then(label, p + 4, b"wrip"))
-            || (starts_nocase(label, p, b"ret") && colon_then(label, p + 3, b"wrip"))
-    });
-    if jump {
-        kinds |= JUMP;
-    }
-    if (0..label.len()).any(|p| colon_then(label, p, b"st")) {
+    if any_colon_then(label, b"st") {
         kinds |= STORE;
     }
     kinds
@@ -207,7 +257,7 @@ pub(crate) fn x86_kinds(label: &[u16]) -> u8 {
 /// Konata's detection of an x86-gem5 trace (`X86Gem5Stats.update`): a label with two
 /// general registers (`/[eErR][aAbBcCdD][xX][^,]*,[^,]*[eErR][aAbBcCdD][xX]/`) or two vector
 /// registers (`/[xXyY][mM][mM][^,]*,[^,]*[xXyY][mM][mM]/`) around a comma.
-pub(crate) fn x86_detects(label: &[u16]) -> bool {
+pub(crate) fn x86_detects<T: Unit>(label: &[T]) -> bool {
     pair_across_comma(label, x86_register) || pair_across_comma(label, x86_vector)
 }
 
@@ -215,6 +265,43 @@ pub(crate) fn x86_detects(label: &[u16]) -> bool {
 /// ends, and JavaScript strings are UTF-16.
 pub(crate) fn konata_text(label: &str) -> Vec<u16> {
     label.replace("\\n", "\n").encode_utf16().collect()
+}
+
+/// Which of Konata's classifiers still reads labels: both, while the trace's first ops
+/// have not decided whether it is an x86-gem5 trace, then the one chosen.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Classifier {
+    /// Not decided yet: both classify, and the detection is matched.
+    Undecided,
+    /// The generic classifier (`GenericStats`).
+    Generic,
+    /// The x86-gem5 classifier (`X86_Gem5_Stats`).
+    X86Gem5,
+}
+
+/// Konata's three answers for a label: its generic kinds, its x86-gem5 kinds and whether it
+/// detects an x86-gem5 trace; what `classifier` does not need is not matched (0, false).
+/// An ASCII label without `\n` is matched as it is (its bytes are its UTF-16 units); any
+/// other is converted first.
+pub(crate) fn konata_kinds(label: &str, classifier: Classifier) -> (u8, u8, bool) {
+    fn kinds<T: Unit>(text: &[T], classifier: Classifier) -> (u8, u8, bool) {
+        (
+            match classifier {
+                Classifier::X86Gem5 => 0,
+                _ => generic_kinds(text),
+            },
+            match classifier {
+                Classifier::Generic => 0,
+                _ => x86_kinds(text),
+            },
+            classifier == Classifier::Undecided && x86_detects(text),
+        )
+    }
+    if label.is_ascii() && memchr::memmem::find(label.as_bytes(), b"\\n").is_none() {
+        kinds(label.as_bytes(), classifier)
+    } else {
+        kinds(&konata_text(label), classifier)
+    }
 }
 
 /// The counters of one of Konata's classifiers, and its flush-attribution state
@@ -477,6 +564,189 @@ pub(crate) fn js_number(value: f64) -> String {
     }
 }
 
+/// The matchers as they were first written, over UTF-16 only and pattern by pattern: the
+/// reference the faster ones are checked against.
+#[cfg(test)]
+mod reference {
+    #![allow(clippy::all)]
+    use super::{BRANCH, JUMP, STORE};
+
+    /// Whether `c` is in JavaScript's `\s`.
+    fn js_space(c: u16) -> bool {
+        matches!(
+            c,
+            0x09..=0x0d
+                | 0x20
+                | 0xa0
+                | 0x1680
+                | 0x2000..=0x200a
+                | 0x2028
+                | 0x2029
+                | 0x202f
+                | 0x205f
+                | 0x3000
+                | 0xfeff
+        )
+    }
+
+    /// Whether `text` contains `needle` (ASCII, exact case).
+    fn contains(text: &[u16], needle: &[u8]) -> bool {
+        text.windows(needle.len())
+            .any(|w| w.iter().zip(needle).all(|(&a, &b)| a == u16::from(b)))
+    }
+
+    /// Whether `text` contains white space immediately followed by `next` (ASCII, exact case).
+    fn space_then(text: &[u16], next: &[u8]) -> bool {
+        (0..text.len()).any(|i| {
+            js_space(text[i])
+                && text.len() > i + next.len()
+                && text[i + 1..=i + next.len()]
+                    .iter()
+                    .zip(next)
+                    .all(|(&a, &b)| a == u16::from(b))
+        })
+    }
+
+    /// Whether `text[at..]` starts with `word`, ASCII letters compared without case.
+    fn starts_nocase(text: &[u16], at: usize, word: &[u8]) -> bool {
+        text.len() >= at + word.len()
+            && text[at..at + word.len()]
+                .iter()
+                .zip(word)
+                .all(|(&a, &b)| u8::try_from(a).is_ok_and(|a| a.eq_ignore_ascii_case(&b)))
+    }
+
+    /// `[^:]+:\s*WORD` matched from `from`: at least one code unit that is not `:`, the first `:`
+    /// after them, white space, then `word` (exact case).
+    fn colon_then(text: &[u16], from: usize, word: &[u8]) -> bool {
+        let colon = u16::from(b':');
+        let Some(offset) = text
+            .get(from..)
+            .and_then(|rest| rest.iter().position(|&c| c == colon))
+        else {
+            return false;
+        };
+        if offset == 0 {
+            return false;
+        }
+        let mut at = from + offset + 1;
+        while at < text.len() && js_space(text[at]) {
+            at += 1;
+        }
+        text.len() >= at + word.len()
+            && text[at..at + word.len()]
+                .iter()
+                .zip(word)
+                .all(|(&a, &b)| a == u16::from(b))
+    }
+
+    /// `A[^,]*,[^,]*A` for a three-unit pattern `A` that `at(text, i)` matches at `i`.
+    fn pair_across_comma(text: &[u16], at: impl Fn(&[u16], usize) -> bool) -> bool {
+        let comma = u16::from(b',');
+        for i in 0..text.len() {
+            if !at(text, i) {
+                continue;
+            }
+            let Some(offset) = text[i + 3..].iter().position(|&c| c == comma) else {
+                // No comma after this match: none after a later one either.
+                return false;
+            };
+            let start = i + 3 + offset + 1;
+            let end = text[start..]
+                .iter()
+                .position(|&c| c == comma)
+                .map_or(text.len(), |o| start + o);
+            if (start..end.saturating_sub(2)).any(|j| at(text, j)) {
+                return true;
+            }
+        }
+        false
+    }
+
+    fn in_set(c: u16, set: &[u8]) -> bool {
+        set.iter().any(|&s| u16::from(s) == c)
+    }
+
+    /// `[eErR][aAbBcCdD][xX]` at `i`.
+    fn x86_register(text: &[u16], i: usize) -> bool {
+        text.len() >= i + 3
+            && in_set(text[i], b"eErR")
+            && in_set(text[i + 1], b"aAbBcCdD")
+            && in_set(text[i + 2], b"xX")
+    }
+
+    /// `[xXyY][mM][mM]` at `i`.
+    fn x86_vector(text: &[u16], i: usize) -> bool {
+        text.len() >= i + 3
+            && in_set(text[i], b"xXyY")
+            && in_set(text[i + 1], b"mM")
+            && in_set(text[i + 2], b"mM")
+    }
+
+    /// Konata's generic classifier (`GenericStats.isBranch_`, `isJump_`, `isStore_`): the kind
+    /// bits of a label.
+    ///
+    /// - branch: `/[\s][b][^\s]*[\s]*/`, white space then `b`;
+    /// - jump: `/[\s]([j])|(call)|(ret)[^\s]*[\s]*/`, white space then `j`, or `call` or `ret`
+    ///   anywhere (the alternation binds loosest);
+    /// - store: `/[\s](st)|(sw)|(sh)|(sb)[^\s]*[\s]*/`, white space then `st`, or `sw`, `sh` or
+    ///   `sb` anywhere.
+    pub(super) fn generic_kinds(label: &[u16]) -> u8 {
+        let mut kinds = 0;
+        if space_then(label, b"b") {
+            kinds |= BRANCH;
+        }
+        if space_then(label, b"j") || contains(label, b"call") || contains(label, b"ret") {
+            kinds |= JUMP;
+        }
+        if space_then(label, b"st")
+            || contains(label, b"sw")
+            || contains(label, b"sh")
+            || contains(label, b"sb")
+        {
+            kinds |= STORE;
+        }
+        kinds
+    }
+
+    /// Konata's x86-gem5 classifier (`X86Gem5Stats.isBranch_`, `isJump_`, `isStore_`).
+    ///
+    /// - branch: `/[\s]*[jJ][^mM][^:]+:\s*wrip/`;
+    /// - jump: `/([\s]*([jJ][mM])|([cC][aA][lL][lL])|([rR][eE][tT]))[^:]+:\s*wrip/`;
+    /// - store: `/[\s]*[^:]+:\s*st/`.
+    pub(super) fn x86_kinds(label: &[u16]) -> u8 {
+        let mut kinds = 0;
+        let m = |c: u16| c == u16::from(b'm') || c == u16::from(b'M');
+        let branch = (0..label.len()).any(|p| {
+            in_set(label[p], b"jJ") && p + 1 < label.len() && !m(label[p + 1]) && {
+                colon_then(label, p + 2, b"wrip")
+            }
+        });
+        if branch {
+            kinds |= BRANCH;
+        }
+        let jump = (0..label.len()).any(|p| {
+            (starts_nocase(label, p, b"jm") && colon_then(label, p + 2, b"wrip"))
+                || (starts_nocase(label, p, b"call") && colon_then(label, p + 4, b"wrip"))
+                || (starts_nocase(label, p, b"ret") && colon_then(label, p + 3, b"wrip"))
+        });
+        if jump {
+            kinds |= JUMP;
+        }
+        if (0..label.len()).any(|p| colon_then(label, p, b"st")) {
+            kinds |= STORE;
+        }
+        kinds
+    }
+
+    /// Konata's detection of an x86-gem5 trace (`X86Gem5Stats.update`): a label with two
+    /// general registers (`/[eErR][aAbBcCdD][xX][^,]*,[^,]*[eErR][aAbBcCdD][xX]/`) or two vector
+    /// registers (`/[xXyY][mM][mM][^,]*,[^,]*[xXyY][mM][mM]/`) around a comma.
+    pub(super) fn x86_detects(label: &[u16]) -> bool {
+        pair_across_comma(label, x86_register) || pair_across_comma(label, x86_vector)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,5 +854,78 @@ mod tests {
         assert_eq!(js_number(-1.0 / 0.0), "-Infinity");
         assert_eq!(js_number(4.0), "4");
         assert_eq!(js_number(0.25), "0.25");
+    }
+
+    /// A small deterministic generator of labels made of the pieces the patterns look for.
+    fn labels(n: usize) -> Vec<String> {
+        const PIECES: &[&str] = &[
+            " ", "  ", "\t", "\u{a0}", "\u{2003}", "\u{85}", ":", "::", ",", "j", "J", "m", "M",
+            "jm", "JM", "call", "CALL", "ret", "RET", "wrip", "st", "sw", "sh", "sb", "b", "beq",
+            "eax", "RBX", "xmm0", "YMM1", "\\n", "\\", "n", "0x10", "a", "é", "日本", "_I",
+            "DS:[rsp]",
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..n)
+            .map(|_| {
+                let len = (next() % 12) as usize;
+                (0..len)
+                    .map(|_| PIECES[(next() % PIECES.len() as u64) as usize])
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The one-pass matchers and the ASCII fast path answer as the reference does.
+    #[test]
+    fn matchers_agree_with_the_reference() {
+        let mut labels = labels(200_000);
+        labels.extend(
+            [
+                "jne: wrip",
+                "jn: wrip",
+                "a:: st",
+                "a: b: st",
+                ": st",
+                "x\\nbeq",
+                "mov eax, ebx",
+                "0x400078.0 : JNZ_I : wrip t1, t2",
+                "0x80000010: beq a0, a1, 8",
+            ]
+            .map(str::to_owned),
+        );
+        for label in &labels {
+            let text = konata_text(label);
+            let want = (
+                reference::generic_kinds(&text),
+                reference::x86_kinds(&text),
+                reference::x86_detects(&text),
+            );
+            assert_eq!(
+                konata_kinds(label, Classifier::Undecided),
+                want,
+                "{label:?}"
+            );
+            assert_eq!(
+                konata_kinds(label, Classifier::Generic),
+                (want.0, 0, false),
+                "{label:?}"
+            );
+            assert_eq!(
+                konata_kinds(label, Classifier::X86Gem5),
+                (0, want.1, false),
+                "{label:?}"
+            );
+            assert_eq!(
+                (generic_kinds(&text), x86_kinds(&text), x86_detects(&text)),
+                want,
+                "{label:?}"
+            );
+        }
     }
 }

@@ -27,15 +27,16 @@ pub mod konata;
 pub mod topdown;
 pub mod topn;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
 use std::str::FromStr;
 
 use serde::Serialize;
 
-use crate::output::canonical::{Command, LabelKind, LineParser, Position};
-use classify::{cut, label_kinds, Key, MAX_KEY_TEXT};
-use konata::{Machine, StatsValues};
+use crate::kanata::ids::IdMap;
+use crate::output::canonical::{parse_i64, Command, LabelKind, LineParser, Position, StageSkim};
+use classify::{cut, key_and_kinds, Key, MAX_KEY_TEXT};
+use konata::{Classifier, Machine, StatsValues};
 use topdown::{Breakdown, OpStages, TopDown, TopDownOptions};
 use topn::{Counted, TopN};
 
@@ -44,11 +45,6 @@ pub const MAX_LABEL: usize = 4096;
 
 /// The most lane-0 segments kept per instruction for the top-down breakdown.
 pub const MAX_SEGMENTS: usize = 4096;
-
-/// A label as Konata holds it once its instruction ended (`\n` unescaped).
-fn konata_label(label: &str) -> String {
-    label.replace("\\n", "\n")
-}
 
 /// The hot spots listed per table by default.
 pub const DEFAULT_TOP: usize = 10;
@@ -346,6 +342,18 @@ fn commit(run: Run, all: &mut Tables, mine: &mut Tables, unattributed: &mut u64)
 }
 
 impl Ordered {
+    /// The classifiers whose answers a record made now may still be read for: once the
+    /// detection is decided, the other classifier's counts are never read.
+    fn classifier(&self) -> Classifier {
+        if self.x86_detected {
+            Classifier::X86Gem5
+        } else if self.x86_gave_up {
+            Classifier::Generic
+        } else {
+            Classifier::Undecided
+        }
+    }
+
     fn konata(&mut self, op: (u64, bool, bool, u8, u8, bool)) {
         let (id, flushed, retired, generic, x86, detects) = op;
         self.generic.update(flushed, retired, generic);
@@ -440,7 +448,7 @@ impl Ordered {
 pub struct Analyzer {
     options: AnalysisOptions,
     parser: LineParser,
-    live: HashMap<u64, Live>,
+    live: IdMap<u64, Live>,
     live_ids: BTreeSet<u64>,
     done: BTreeMap<u64, Done>,
     ordered: Ordered,
@@ -453,7 +461,9 @@ pub struct Analyzer {
     ignored: u64,
     /// Lane-0 stage names, by the index the segments use.
     stage_names: Vec<String>,
-    stage_ids: HashMap<String, u32>,
+    stage_ids: IdMap<Box<[u8]>, u32>,
+    /// Konata's cycle of the latest line.
+    cycle: u64,
 }
 
 impl Analyzer {
@@ -467,7 +477,7 @@ impl Analyzer {
                 ..options
             },
             parser: LineParser::new(),
-            live: HashMap::new(),
+            live: IdMap::default(),
             live_ids: BTreeSet::new(),
             done: BTreeMap::new(),
             ordered: Ordered {
@@ -488,7 +498,8 @@ impl Analyzer {
             max_rid: None,
             ignored: 0,
             stage_names: Vec::new(),
-            stage_ids: HashMap::new(),
+            stage_ids: IdMap::default(),
+            cycle: 0,
         }
     }
 
@@ -542,145 +553,234 @@ impl Analyzer {
         let Some(event) = event else {
             return Some(());
         };
-        let now = event.cycle;
+        self.cycle = event.cycle;
         match event.command {
-            Command::Insn { id, thread, .. } => {
-                if self.live.contains_key(&id) || self.done.contains_key(&id) {
-                    return None;
-                }
-                self.live.insert(
-                    id,
-                    Live {
-                        thread,
-                        label: String::new(),
-                        stall: 0,
-                        open: Vec::new(),
-                        from_start: None,
-                        to_end: None,
-                        begin: now,
-                        segments: Vec::new(),
-                    },
-                );
-                self.live_ids.insert(id);
-                self.instructions += 1;
-                self.max_id = self.max_id.max(Some(id));
-            }
+            Command::Insn { id, thread, .. } => self.begin(id, thread),
             Command::Label { id, kind, text } => {
                 let live = self.live.get_mut(&id)?;
-                if kind == LabelKind::Name && live.label.len() < MAX_LABEL {
-                    let room = MAX_LABEL - live.label.len();
-                    live.label.push_str(cut(text, room));
+                if kind == LabelKind::Name {
+                    append_label(live, text);
                 }
+                Some(())
             }
-            Command::StageStart { id, lane, name } => {
-                let marks = self.marks(lane, name);
-                let stage = if lane == 0 && self.live.contains_key(&id) {
-                    Some(self.stage_id(name)?)
-                } else {
-                    None
-                };
-                let live = self.live.get_mut(&id)?;
-                if let Some(stage) = stage {
-                    if let Some(last) = live.segments.last_mut().filter(|s| s.2 == 0) {
-                        last.2 = now;
-                    }
-                    if live.segments.len() < MAX_SEGMENTS {
-                        live.segments.push((stage, now, 0));
-                    }
-                }
-                if let Some(at) = live.open.iter().position(|o| o.0 == lane) {
-                    let open = live.open.swap_remove(at);
-                    close(live, open, now);
-                }
-                if marks & FROM != 0 && live.from_start.is_none() {
-                    live.from_start = Some(now);
-                }
-                live.open.push((lane, marks, now));
-            }
-            Command::StageEnd { id, lane, .. } => {
-                let live = self.live.get_mut(&id)?;
-                if lane == 0 {
-                    if let Some(last) = live.segments.last_mut().filter(|s| s.2 == 0) {
-                        last.2 = now;
-                    }
-                }
-                let at = live.open.iter().position(|o| o.0 == lane)?;
-                let open = live.open.swap_remove(at);
-                close(live, open, now);
-            }
+            Command::StageStart { id, lane, name } => self.stage_start(id, lane, name.as_bytes()),
+            Command::StageEnd { id, lane, .. } => self.stage_end(id, lane),
             Command::Retire {
                 id,
                 retire_id,
                 flushed,
-            } => {
-                let mut live = self.live.remove(&id)?;
-                self.live_ids.remove(&id);
-                for open in std::mem::take(&mut live.open) {
-                    close(&mut live, open, now);
-                }
-                if let Some(last) = live.segments.last_mut().filter(|s| s.2 == 0) {
-                    last.2 = now;
-                }
-                if !flushed {
-                    self.retired += 1;
-                    if retire_id >= 0 {
-                        self.max_rid = self.max_rid.max(Some(retire_id));
-                    }
-                }
-                let mut done = self.record(&live, Some(flushed));
-                done.stages = Some(OpStages {
-                    thread: live.thread,
-                    flushed,
-                    retired: !flushed,
-                    control: topdown::likely_control_flow(&konata_label(&live.label)),
-                    begin: live.begin,
-                    end: now,
-                    segments: std::mem::take(&mut live.segments),
-                });
-                let mine = self
-                    .per_thread
-                    .entry(live.thread)
-                    .or_insert_with(|| Tables::new(self.options.capacity));
-                if live.stall > 0 {
-                    self.tables
-                        .stalls
-                        .add(&done.key, &done.label, live.stall, live.stall);
-                    mine.stalls
-                        .add(&done.key, &done.label, live.stall, live.stall);
-                }
-                if let (Some(start), Some(end)) = (live.from_start, live.to_end) {
-                    if end >= start {
-                        let cycles = end - start;
-                        self.tables
-                            .latency
-                            .add(&done.key, &done.label, cycles, cycles);
-                        mine.latency.add(&done.key, &done.label, cycles, cycles);
-                    }
-                }
-                self.done.insert(id, done);
-                self.drain();
-            }
-            Command::Start(_) | Command::Step(_) | Command::Dep { .. } => {}
+            } => self.retire(id, retire_id, flushed),
+            Command::Start(_) | Command::Step(_) | Command::Dep { .. } => Some(()),
         }
+    }
+
+    /// Reads a line that [`StatsSink`](crate::output::stats::StatsSink)'s parser has
+    /// skimmed (`skim`, at Konata's cycle `cycle`), so that the sink's text is parsed once.
+    /// The sink reads canonical text it trusts: what this reads beyond the skim (a label's
+    /// type and text, a retire id) is taken as the writer wrote it, and a line that is not
+    /// canonical may be skipped where [`line`](Self::line) would read it, or the other way
+    /// round.
+    pub(crate) fn skimmed(&mut self, line: &[u8], skim: &StageSkim<'_>, cycle: u64) {
+        self.cycle = cycle;
+        let applied = match *skim {
+            StageSkim::Insn { id, thread } => self.begin(id, thread),
+            StageSkim::Label(id) => self.skimmed_label(id, line),
+            StageSkim::StageStart { id, lane, name } => self.stage_start(id, lane, name),
+            StageSkim::StageEnd { id, lane, .. } => self.stage_end(id, lane),
+            StageSkim::Retire { id, flushed } => line
+                .split(|&b| b == b'\t')
+                .nth(2)
+                .and_then(parse_i64)
+                .and_then(|retire_id| self.retire(id, retire_id, flushed)),
+            StageSkim::Header | StageSkim::Start(_) | StageSkim::Step | StageSkim::Dep { .. } => {
+                Some(())
+            }
+        };
+        if applied.is_none() {
+            self.ignored += 1;
+        }
+    }
+
+    /// Counts a line the sink could not read.
+    pub(crate) fn skipped(&mut self) {
+        self.ignored += 1;
+    }
+
+    /// `L→id→type→text` of a skimmed line: the name label's text is appended, cut as
+    /// [`line`](Self::line) cuts a long line.
+    fn skimmed_label(&mut self, id: u64, line: &[u8]) -> Option<()> {
+        let live = self.live.get_mut(&id)?;
+        let mut fields = line.splitn(4, |&b| b == b'\t');
+        let (_, _, kind, text) = (
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+            fields.next()?,
+        );
+        match kind {
+            b"0" => {}
+            b"1" | b"2" => return Some(()),
+            _ => return None,
+        }
+        if live.label.len() >= MAX_LABEL {
+            return Some(());
+        }
+        let text = if line.len() > MAX_LABEL {
+            let prefix = line.len() - text.len();
+            let cut = &text[..MAX_LABEL.saturating_sub(prefix).min(text.len())];
+            match std::str::from_utf8(cut) {
+                Ok(text) => text,
+                Err(err) => std::str::from_utf8(&cut[..err.valid_up_to()]).ok()?,
+            }
+        } else {
+            std::str::from_utf8(text).ok()?
+        };
+        if text.is_empty() || text.contains('\t') {
+            return None;
+        }
+        append_label(live, text);
         Some(())
     }
 
-    /// The index of lane-0 stage `name` (`None` past `u32::MAX` names).
-    fn stage_id(&mut self, name: &str) -> Option<u32> {
+    /// `I`: instruction `id` of `thread` begins.
+    fn begin(&mut self, id: u64, thread: i64) -> Option<()> {
+        if self.live.contains_key(&id) || self.done.contains_key(&id) {
+            return None;
+        }
+        self.live.insert(
+            id,
+            Live {
+                thread,
+                label: String::new(),
+                stall: 0,
+                open: Vec::new(),
+                from_start: None,
+                to_end: None,
+                begin: self.cycle,
+                segments: Vec::new(),
+            },
+        );
+        self.live_ids.insert(id);
+        self.instructions += 1;
+        self.max_id = self.max_id.max(Some(id));
+        Some(())
+    }
+
+    /// `S`: instruction `id` enters stage `name` of `lane`.
+    fn stage_start(&mut self, id: u64, lane: u64, name: &[u8]) -> Option<()> {
+        let now = self.cycle;
+        let marks = self.marks(lane, name);
+        let stage = if lane == 0 && self.live.contains_key(&id) {
+            Some(self.stage_id(name)?)
+        } else {
+            None
+        };
+        let live = self.live.get_mut(&id)?;
+        if let Some(stage) = stage {
+            if let Some(last) = live.segments.last_mut().filter(|s| s.2 == 0) {
+                last.2 = now;
+            }
+            if live.segments.len() < MAX_SEGMENTS {
+                live.segments.push((stage, now, 0));
+            }
+        }
+        if let Some(at) = live.open.iter().position(|o| o.0 == lane) {
+            let open = live.open.swap_remove(at);
+            close(live, open, now);
+        }
+        if marks & FROM != 0 && live.from_start.is_none() {
+            live.from_start = Some(now);
+        }
+        live.open.push((lane, marks, now));
+        Some(())
+    }
+
+    /// `E`: instruction `id` leaves its stage of `lane`.
+    fn stage_end(&mut self, id: u64, lane: u64) -> Option<()> {
+        let now = self.cycle;
+        let live = self.live.get_mut(&id)?;
+        if lane == 0 {
+            if let Some(last) = live.segments.last_mut().filter(|s| s.2 == 0) {
+                last.2 = now;
+            }
+        }
+        let at = live.open.iter().position(|o| o.0 == lane)?;
+        let open = live.open.swap_remove(at);
+        close(live, open, now);
+        Some(())
+    }
+
+    /// `R`: instruction `id` retires or is flushed.
+    fn retire(&mut self, id: u64, retire_id: i64, flushed: bool) -> Option<()> {
+        let now = self.cycle;
+        let mut live = self.live.remove(&id)?;
+        self.live_ids.remove(&id);
+        for open in std::mem::take(&mut live.open) {
+            close(&mut live, open, now);
+        }
+        if let Some(last) = live.segments.last_mut().filter(|s| s.2 == 0) {
+            last.2 = now;
+        }
+        if !flushed {
+            self.retired += 1;
+            if retire_id >= 0 {
+                self.max_rid = self.max_rid.max(Some(retire_id));
+            }
+        }
+        let mut done = self.record(&live, Some(flushed));
+        done.stages = Some(OpStages {
+            thread: live.thread,
+            flushed,
+            retired: !flushed,
+            control: topdown::likely_control_flow(&live.label),
+            begin: live.begin,
+            end: now,
+            segments: std::mem::take(&mut live.segments),
+        });
+        let mine = self
+            .per_thread
+            .entry(live.thread)
+            .or_insert_with(|| Tables::new(self.options.capacity));
+        if live.stall > 0 {
+            self.tables
+                .stalls
+                .add(&done.key, &done.label, live.stall, live.stall);
+            mine.stalls
+                .add(&done.key, &done.label, live.stall, live.stall);
+        }
+        if let (Some(start), Some(end)) = (live.from_start, live.to_end) {
+            if end >= start {
+                let cycles = end - start;
+                self.tables
+                    .latency
+                    .add(&done.key, &done.label, cycles, cycles);
+                mine.latency.add(&done.key, &done.label, cycles, cycles);
+            }
+        }
+        self.done.insert(id, done);
+        self.drain();
+        Some(())
+    }
+
+    /// The index of lane-0 stage `name` (`None` for a name that is not UTF-8, and past
+    /// `u32::MAX` names).
+    fn stage_id(&mut self, name: &[u8]) -> Option<u32> {
         if let Some(&id) = self.stage_ids.get(name) {
             return Some(id);
         }
+        let text = std::str::from_utf8(name).ok()?;
         let id = u32::try_from(self.stage_names.len()).ok()?;
-        self.stage_names.push(name.to_owned());
-        self.stage_ids.insert(name.to_owned(), id);
+        self.stage_names.push(text.to_owned());
+        self.stage_ids.insert(name.into(), id);
         Some(id)
     }
 
     /// The range marks of stage `name` in `lane`.
-    fn marks(&self, lane: u64, name: &str) -> u8 {
+    fn marks(&self, lane: u64, name: &[u8]) -> u8 {
         match &self.options.latency {
             Some(range) if lane == 0 => {
-                (u8::from(range.from == name) * FROM) | (u8::from(range.to == name) * TO)
+                (u8::from(range.from.as_bytes() == name) * FROM)
+                    | (u8::from(range.to.as_bytes() == name) * TO)
             }
             _ => 0,
         }
@@ -689,16 +789,17 @@ impl Analyzer {
     /// The record of an instruction that ended (`Some(flushed)`) or reached the end of the
     /// trace (`None`).
     fn record(&self, live: &Live, end: Option<bool>) -> Done {
-        let text = konata::konata_text(&live.label);
+        let (generic, x86, detects) = konata::konata_kinds(&live.label, self.ordered.classifier());
+        let (key, kinds) = key_and_kinds(&live.label);
         Done {
             thread: live.thread,
             flushed: end == Some(true),
             retired: end == Some(false),
-            generic: konata::generic_kinds(&text),
-            x86: konata::x86_kinds(&text),
-            detects: konata::x86_detects(&text),
-            kinds: label_kinds(&live.label),
-            key: Key::of(&live.label),
+            generic,
+            x86,
+            detects,
+            kinds,
+            key,
             label: cut(live.label.trim(), MAX_KEY_TEXT).into(),
             stages: None,
         }
@@ -755,7 +856,7 @@ impl Analyzer {
         }
         ordered.finish(&mut tables, &mut per_thread);
 
-        let cycles = self.parser.cycle() as f64;
+        let cycles = self.cycle as f64;
         let last_id = self.max_id.map_or(-1.0, |id| id as f64);
         let last_rid = self.max_rid.map_or(-1.0, |rid| rid as f64);
         let x86 = ordered.x86_detected;
@@ -810,9 +911,7 @@ impl Analyzer {
                 })
                 .collect(),
         };
-        let (topdown, topdown_note) = match ordered
-            .breakdown
-            .finish(self.parser.cycle(), &self.stage_names)
+        let (topdown, topdown_note) = match ordered.breakdown.finish(self.cycle, &self.stage_names)
         {
             Ok(t) => (Some(t), None),
             Err(why) => (None, Some(why)),
@@ -828,6 +927,14 @@ impl Analyzer {
 }
 
 /// Closes an open stage of `live` at cycle `now`.
+/// Appends name-label text, as far as [`MAX_LABEL`] bytes.
+fn append_label(live: &mut Live, text: &str) {
+    if live.label.len() < MAX_LABEL {
+        let room = MAX_LABEL - live.label.len();
+        live.label.push_str(cut(text, room));
+    }
+}
+
 fn close(live: &mut Live, (lane, marks, start): (u64, u8, u64), now: u64) {
     if lane == 1 {
         live.stall = live.stall.saturating_add(now.saturating_sub(start));

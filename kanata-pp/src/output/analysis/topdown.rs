@@ -18,9 +18,12 @@
 //! the totals as soon as no instruction still to come can touch it, so memory is the warm-up,
 //! plus a few bytes per cycle spanned by the instructions in flight.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 
 use serde::Serialize;
+
+use super::classify::lower;
 
 /// Instructions (in op-id order) from which the stage structure is found.
 pub const WARMUP: usize = 16_384;
@@ -125,18 +128,27 @@ pub(crate) struct OpStages {
     pub(crate) segments: Vec<(u32, u64, u64)>,
 }
 
-/// Konata's `isLikelyControlFlowLabel`: the mnemonic after the label's first colon.
+/// Konata's `isLikelyControlFlowLabel`: the mnemonic after the label's first colon. `label`
+/// is the label as the trace writes it (Konata unescapes `\n` when the instruction ends).
 pub(crate) fn likely_control_flow(label: &str) -> bool {
+    let label = if memchr::memmem::find(label.as_bytes(), b"\\n").is_some() {
+        Cow::Owned(label.replace("\\n", "\n"))
+    } else {
+        Cow::Borrowed(label)
+    };
     let disassembly = match label.find(':') {
         Some(at) => &label[at + 1..],
-        None => label,
+        None => &label,
     }
     .trim();
-    let mnemonic = disassembly
-        .split_whitespace()
-        .next()
-        .unwrap_or("")
-        .to_lowercase();
+    let word = disassembly.split_whitespace().next().unwrap_or("");
+    // Read once per instruction: an ASCII mnemonic is lower-cased on the stack.
+    let mut buf = [0; 32];
+    let mnemonic = if word.is_ascii() {
+        lower(word, &mut buf)
+    } else {
+        Cow::Owned(word.to_lowercase())
+    };
     let has_wrip = disassembly
         .split(|c: char| !(c.is_alphanumeric() || c == '_'))
         .any(|w| w.eq_ignore_ascii_case("wrip"));
@@ -729,6 +741,89 @@ impl Breakdown {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The first implementation, over the label as Konata holds it, which
+    /// [`likely_control_flow`] must agree with.
+    fn reference(label: &str) -> bool {
+        let disassembly = match label.find(':') {
+            Some(at) => &label[at + 1..],
+            None => label,
+        }
+        .trim();
+        let mnemonic = disassembly
+            .split_whitespace()
+            .next()
+            .unwrap_or("")
+            .to_lowercase();
+        let has_wrip = disassembly
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| w.eq_ignore_ascii_case("wrip"));
+        if has_wrip {
+            return mnemonic.starts_with('j')
+                || mnemonic.starts_with("call")
+                || mnemonic.starts_with("ret");
+        }
+        let m = mnemonic
+            .strip_prefix("c.")
+            .or_else(|| mnemonic.strip_prefix("c_"))
+            .unwrap_or(&mnemonic);
+        const JUMPS: &[&str] = &["j", "jr", "jal", "jalr", "call", "ret"];
+        const BRANCHES: &[&str] = &[
+            "b", "bl", "blr", "br", "bx", "bal", "beq", "bne", "beqz", "bnez", "blt", "bge",
+            "bltu", "bgeu", "bgez", "bltz", "blez", "bgtz", "cbz", "cbnz", "tbz", "tbnz",
+        ];
+        let base = m.split_once('.').map_or(m, |(b, _)| b);
+        JUMPS.contains(&m) || BRANCHES.contains(&base)
+    }
+
+    #[test]
+    fn control_flow_agrees_with_the_reference() {
+        let words = [
+            "0x10:",
+            ":",
+            "BEQ",
+            "beq",
+            "c.j",
+            "C_J",
+            "JNZ_I",
+            "Jmp",
+            "CALL_NEAR_I",
+            "RET",
+            "wrip",
+            "WRIP",
+            "wripx",
+            "b.ne",
+            "bgt",
+            "addi",
+            "é",
+            "É",
+            "İ",
+            "Bİ",
+            "\\n",
+            "\\nret",
+            "\\n:",
+            "a0,",
+            " ",
+            "ABCDEFGHIJKLMNOPQRSTUVWXYZABCDEFGHIJ",
+        ];
+        let mut seed = 0x9e37_79b9_7f4a_7c15_u64;
+        for _ in 0..100_000 {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            let mut label = String::new();
+            for i in 0..(seed % 6) as usize {
+                label.push_str(words[(seed >> (8 + 8 * i)) as usize % words.len()]);
+                label.push(if (seed >> (50 + i)) & 1 == 0 {
+                    ' '
+                } else {
+                    ':'
+                });
+            }
+            let konata = label.replace("\\n", "\n");
+            assert_eq!(likely_control_flow(&label), reference(&konata), "{label:?}");
+        }
+    }
 
     #[test]
     fn konata_control_flow_labels() {

@@ -10,8 +10,10 @@
 //! trace. The updates are deterministic, so are the results.
 
 use std::collections::hash_map::Entry as MapEntry;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::hash::Hash;
+
+use crate::kanata::ids::IdMap;
 
 /// One key's counts.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -36,7 +38,7 @@ pub struct Counted<K> {
 #[derive(Clone, Debug)]
 pub struct TopN<K> {
     capacity: usize,
-    index: HashMap<K, usize>,
+    index: IdMap<K, usize>,
     entries: Vec<(Counted<K>, u64)>,
     /// (weight, order of entry, index): the smallest first.
     order: BTreeSet<(u64, u64, usize)>,
@@ -49,7 +51,7 @@ impl<K: Clone + Eq + Hash + Ord> TopN<K> {
     pub fn new(capacity: usize) -> TopN<K> {
         TopN {
             capacity: capacity.max(1),
-            index: HashMap::new(),
+            index: IdMap::default(),
             entries: Vec::new(),
             order: BTreeSet::new(),
             next_seq: 0,
@@ -128,6 +130,8 @@ impl<K: Clone + Eq + Hash + Ord> TopN<K> {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
 
     #[test]
