@@ -331,7 +331,9 @@ fn convert_inner(
                 (Box::new(temp.reopen()?), compression, Some((temp, target)))
             }
         };
-    if options.destination != Destination::Check || text_given {
+    // With `--stats` the statistics are computed on the background thread too, beside the
+    // conversion (the analysis costs about what the conversion does).
+    if options.destination != Destination::Check || text_given || options.stats {
         builder.background(true);
     }
     // On any error `temp` is dropped, which deletes it: no partial output, and an existing

@@ -134,38 +134,71 @@ pub(crate) fn lower<'a>(word: &'a str, buf: &'a mut [u8; 32]) -> Cow<'a, str> {
 /// store. The sets are RISC-V's, AArch64's and ARM's, MIPS's and x86's (and gem5's x86
 /// micro-ops), listed in `docs/analysis.md`.
 pub(crate) fn kinds(mnemonic: &str) -> u8 {
-    const BRANCHES: &[&str] = &[
-        // RISC-V and pseudo-instructions; MIPS.
-        "beq", "bne", "blt", "bge", "bltu", "bgeu", "beqz", "bnez", "blez", "bgez", "bltz", "bgtz",
-        "bgt", "ble", "bgtu", "bleu", "bltzal", "bgezal", // ARM (A32 condition codes).
-        "bcs", "bcc", "bmi", "bpl", "bvs", "bvc", "bhi", "bls", "bhs", "blo", "cbz", "cbnz", "tbz",
-        "tbnz", // x86 loops.
-        "loop", "loope", "loopne", "loopz", "loopnz", "jcxz", "jecxz", "jrcxz",
-    ];
-    const JUMPS: &[&str] = &[
-        "j", "jal", "jalr", "jr", "ret", "call", "tail", "b", "bl", "blx", "bx", "br", "blr",
-        "jmp", "jmpq", "callq", "retq", "retn",
-    ];
-    const STORES: &[&str] = &[
-        "sb", "sh", "sw", "sd", "sq", "fsw", "fsd", "fsh", "fsq", "swsp", "sdsp", "fswsp", "fsdsp",
-        "sbu", "swl", "swr", "sdc1", "swc1", "sc",
-    ];
-    const NOT_STORES: &[&str] = &["sti", "stc", "std", "stac"];
+    // Matches, not list scans: a label is classified once per instruction, and a `match`
+    // on strings compiles to a switch on the length and a comparison or two.
     let m = mnemonic;
+    let listed_jump = matches!(
+        m,
+        "j" | "jal"
+            | "jalr"
+            | "jr"
+            | "ret"
+            | "call"
+            | "tail"
+            | "b"
+            | "bl"
+            | "blx"
+            | "bx"
+            | "br"
+            | "blr"
+            | "jmp"
+            | "jmpq"
+            | "callq"
+            | "retq"
+            | "retn"
+    );
+    let branch = matches!(
+        m,
+        // RISC-V and pseudo-instructions; MIPS.
+        "beq" | "bne" | "blt" | "bge" | "bltu" | "bgeu" | "beqz" | "bnez" | "blez" | "bgez"
+            | "bltz" | "bgtz" | "bgt" | "ble" | "bgtu" | "bleu" | "bltzal" | "bgezal"
+            // ARM (A32 condition codes).
+            | "bcs" | "bcc" | "bmi" | "bpl" | "bvs" | "bvc" | "bhi" | "bls" | "bhs" | "blo"
+            | "cbz" | "cbnz" | "tbz" | "tbnz"
+            // x86 loops.
+            | "loop" | "loope" | "loopne" | "loopz" | "loopnz" | "jcxz" | "jecxz" | "jrcxz"
+    ) || m.starts_with("b.")
+        || (m.starts_with('j') && m.len() > 1 && !m.starts_with("jmp") && !listed_jump);
     let mut kinds = 0;
-    if BRANCHES.contains(&m)
-        || m.starts_with("b.")
-        || (m.starts_with('j') && m.len() > 1 && !m.starts_with("jmp") && !JUMPS.contains(&m))
-    {
+    if branch {
         kinds |= BRANCH;
-    } else if JUMPS.contains(&m) {
+    } else if listed_jump {
         kinds |= JUMP;
     }
-    if STORES.contains(&m)
-        || m.starts_with("sc.")
+    let store = matches!(
+        m,
+        "sb" | "sh"
+            | "sw"
+            | "sd"
+            | "sq"
+            | "fsw"
+            | "fsd"
+            | "fsh"
+            | "fsq"
+            | "swsp"
+            | "sdsp"
+            | "fswsp"
+            | "fsdsp"
+            | "sbu"
+            | "swl"
+            | "swr"
+            | "sdc1"
+            | "swc1"
+            | "sc"
+    ) || m.starts_with("sc.")
         || m.starts_with("amo")
-        || (m.starts_with("st") && !NOT_STORES.contains(&m))
-    {
+        || (m.starts_with("st") && !matches!(m, "sti" | "stc" | "std" | "stac"));
+    if store {
         kinds |= STORE;
     }
     kinds
@@ -229,6 +262,49 @@ mod tests {
             }
         }
 
+        // The list-based classification the matches replaced.
+        pub(super) fn kinds(mnemonic: &str) -> u8 {
+            const BRANCHES: &[&str] = &[
+                // RISC-V and pseudo-instructions; MIPS.
+                "beq", "bne", "blt", "bge", "bltu", "bgeu", "beqz", "bnez", "blez", "bgez", "bltz",
+                "bgtz", "bgt", "ble", "bgtu", "bleu", "bltzal",
+                "bgezal", // ARM (A32 condition codes).
+                "bcs", "bcc", "bmi", "bpl", "bvs", "bvc", "bhi", "bls", "bhs", "blo", "cbz",
+                "cbnz", "tbz", "tbnz", // x86 loops.
+                "loop", "loope", "loopne", "loopz", "loopnz", "jcxz", "jecxz", "jrcxz",
+            ];
+            const JUMPS: &[&str] = &[
+                "j", "jal", "jalr", "jr", "ret", "call", "tail", "b", "bl", "blx", "bx", "br",
+                "blr", "jmp", "jmpq", "callq", "retq", "retn",
+            ];
+            const STORES: &[&str] = &[
+                "sb", "sh", "sw", "sd", "sq", "fsw", "fsd", "fsh", "fsq", "swsp", "sdsp", "fswsp",
+                "fsdsp", "sbu", "swl", "swr", "sdc1", "swc1", "sc",
+            ];
+            const NOT_STORES: &[&str] = &["sti", "stc", "std", "stac"];
+            let m = mnemonic;
+            let mut kinds = 0;
+            if BRANCHES.contains(&m)
+                || m.starts_with("b.")
+                || (m.starts_with('j')
+                    && m.len() > 1
+                    && !m.starts_with("jmp")
+                    && !JUMPS.contains(&m))
+            {
+                kinds |= BRANCH;
+            } else if JUMPS.contains(&m) {
+                kinds |= JUMP;
+            }
+            if STORES.contains(&m)
+                || m.starts_with("sc.")
+                || m.starts_with("amo")
+                || (m.starts_with("st") && !NOT_STORES.contains(&m))
+            {
+                kinds |= STORE;
+            }
+            kinds
+        }
+
         pub(super) fn label_kinds(label: &str) -> u8 {
             match mnemonic(label) {
                 (macro_op, Some(micro)) => {
@@ -263,6 +339,32 @@ mod tests {
 
     fn label_kinds(label: &str) -> u8 {
         key_and_kinds(label).1
+    }
+
+    #[test]
+    fn kinds_agree_with_the_lists() {
+        let listed = [
+            "beq", "bne", "blt", "bge", "bltu", "bgeu", "beqz", "bnez", "blez", "bgez", "bltz",
+            "bgtz", "bgt", "ble", "bgtu", "bleu", "bltzal", "bgezal", "bcs", "bcc", "bmi", "bpl",
+            "bvs", "bvc", "bhi", "bls", "bhs", "blo", "cbz", "cbnz", "tbz", "tbnz", "loop",
+            "loope", "loopne", "loopz", "loopnz", "jcxz", "jecxz", "jrcxz", "j", "jal", "jalr",
+            "jr", "ret", "call", "tail", "b", "bl", "blx", "bx", "br", "blr", "jmp", "jmpq",
+            "callq", "retq", "retn", "sb", "sh", "sw", "sd", "sq", "fsw", "fsd", "fsh", "fsq",
+            "swsp", "sdsp", "fswsp", "fsdsp", "sbu", "swl", "swr", "sdc1", "swc1", "sc", "sti",
+            "stc", "std", "stac", "b.ne", "sc.w", "amoadd.w", "st", "str", "jne", "jmpl", "",
+            "add", "lw", "s", "a",
+        ];
+        for word in listed {
+            // Each word, its prefixes and a few extensions.
+            let mut variants: Vec<String> =
+                (0..=word.len()).map(|n| word[..n].to_owned()).collect();
+            for tail in ["", "x", "1", ".", "q", "z"] {
+                variants.push(format!("{word}{tail}"));
+            }
+            for variant in variants {
+                assert_eq!(kinds(&variant), reference::kinds(&variant), "{variant:?}");
+            }
+        }
     }
 
     #[test]

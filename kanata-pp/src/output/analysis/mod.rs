@@ -653,11 +653,12 @@ impl Analyzer {
                 thread,
                 label: String::new(),
                 stall: 0,
-                open: Vec::new(),
+                // Room for a typical instruction at once, not a growth per stage.
+                open: Vec::with_capacity(2),
                 from_start: None,
                 to_end: None,
                 begin: self.cycle,
-                segments: Vec::new(),
+                segments: Vec::with_capacity(8),
             },
         );
         self.live_ids.insert(id);
@@ -757,8 +758,21 @@ impl Analyzer {
                 mine.latency.add(&done.key, &done.label, cycles, cycles);
             }
         }
-        self.done.insert(id, done);
-        self.drain();
+        let oldest = self.live_ids.first().is_none_or(|&oldest| oldest > id);
+        if oldest && self.done.is_empty() {
+            // Retired in order, the common case: nothing waits, nothing to hold.
+            self.ordered.feed(
+                id,
+                done,
+                &mut self.tables,
+                &mut self.per_thread,
+                self.options.capacity,
+                &self.stage_names,
+            );
+        } else {
+            self.done.insert(id, done);
+            self.drain();
+        }
         Some(())
     }
 

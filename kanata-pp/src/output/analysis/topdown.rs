@@ -149,9 +149,15 @@ pub(crate) fn likely_control_flow(label: &str) -> bool {
     } else {
         Cow::Owned(word.to_lowercase())
     };
+    // The word split is Unicode-aware and slow: only a text that holds `wrip` at all (in
+    // any ASCII case) can have it as a word.
     let has_wrip = disassembly
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .any(|w| w.eq_ignore_ascii_case("wrip"));
+        .as_bytes()
+        .windows(4)
+        .any(|w| w.eq_ignore_ascii_case(b"wrip"))
+        && disassembly
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| w.eq_ignore_ascii_case("wrip"));
     if has_wrip {
         return mnemonic.starts_with('j')
             || mnemonic.starts_with("call")
@@ -161,13 +167,32 @@ pub(crate) fn likely_control_flow(label: &str) -> bool {
         .strip_prefix("c.")
         .or_else(|| mnemonic.strip_prefix("c_"))
         .unwrap_or(&mnemonic);
-    const JUMPS: &[&str] = &["j", "jr", "jal", "jalr", "call", "ret"];
-    const BRANCHES: &[&str] = &[
-        "b", "bl", "blr", "br", "bx", "bal", "beq", "bne", "beqz", "bnez", "blt", "bge", "bltu",
-        "bgeu", "bgez", "bltz", "blez", "bgtz", "cbz", "cbnz", "tbz", "tbnz",
-    ];
     let base = m.split_once('.').map_or(m, |(b, _)| b);
-    JUMPS.contains(&m) || BRANCHES.contains(&base)
+    matches!(m, "j" | "jr" | "jal" | "jalr" | "call" | "ret")
+        || matches!(
+            base,
+            "b" | "bl"
+                | "blr"
+                | "br"
+                | "bx"
+                | "bal"
+                | "beq"
+                | "bne"
+                | "beqz"
+                | "bnez"
+                | "blt"
+                | "bge"
+                | "bltu"
+                | "bgeu"
+                | "bgez"
+                | "bltz"
+                | "blez"
+                | "bgtz"
+                | "cbz"
+                | "cbnz"
+                | "tbz"
+                | "tbnz"
+        )
 }
 
 /// Konata's `StageStructureDetector`, over lane 0.
@@ -792,6 +817,9 @@ mod tests {
             "wrip",
             "WRIP",
             "wripx",
+            "wrIp",
+            "t_wrip",
+            "éwrip",
             "b.ne",
             "bgt",
             "addi",
