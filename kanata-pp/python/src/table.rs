@@ -7,6 +7,8 @@
 use std::collections::HashMap;
 
 use kanata_pp::output::canonical::Instruction;
+use kanata_pp::output::segments::SegmentColumns;
+use kanata_pp::Destination;
 use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
@@ -281,6 +283,81 @@ impl Columns {
         Columns { names, columns }
     }
 
+    /// The segment columns of [`kanata_pp::trace::segment_columns`], as `push` makes them.
+    fn of_segments(c: SegmentColumns) -> Columns {
+        let ints = |v: Vec<u64>| Column::Int {
+            data: v.into_iter().map(|x| x as i64).collect(),
+            valid: None,
+            nulls: 0,
+        };
+        let rows = c.len();
+        let nulls = c.end.iter().filter(|e| e.is_none()).count();
+        let valid = (nulls > 0).then(|| {
+            let mut bits = vec![0u8; rows.div_ceil(8)];
+            for (at, end) in c.end.iter().enumerate() {
+                if end.is_some() {
+                    bits[at / 8] |= 1 << (at % 8);
+                }
+            }
+            bits
+        });
+        let end = Column::Int {
+            data: c.end.iter().map(|e| e.map_or(0, |e| e as i64)).collect(),
+            valid,
+            nulls,
+        };
+        let notes = if c.notes.contains("\\n") {
+            let mut offsets = Vec::with_capacity(rows + 1);
+            let mut data = Vec::with_capacity(c.notes.len());
+            offsets.push(0);
+            for row in 0..rows {
+                data.extend_from_slice(shown(c.notes_of(row)).as_bytes());
+                offsets.push(data.len() as i64);
+            }
+            Column::Text { offsets, data }
+        } else {
+            let mut offsets = Vec::with_capacity(rows + 1);
+            offsets.push(0);
+            offsets.extend(c.notes_end.iter().map(|&e| e as i64));
+            Column::Text {
+                offsets,
+                data: c.notes.into_bytes(),
+            }
+        };
+        let mut columns = Columns::new(Per::Segment);
+        columns.columns = vec![
+            ints(c.id),
+            Column::Int {
+                data: c.thread,
+                valid: None,
+                nulls: 0,
+            },
+            ints(c.lane),
+            Column::Dict {
+                codes: c.stage.into_iter().map(|s| s as i32).collect(),
+                names: c.stage_names,
+                index: HashMap::new(),
+            },
+            ints(c.start),
+            end,
+            notes,
+        ];
+        columns
+    }
+
+    /// The columns by name: pyarrow's buffers (`arrow`) or Python lists.
+    fn into_dict(self, py: Python<'_>, arrow: bool) -> PyResult<Bound<'_, PyDict>> {
+        let out = PyDict::new(py);
+        for (name, column) in self.names.iter().zip(&self.columns) {
+            if arrow {
+                out.set_item(name, column.arrow(py)?)?;
+            } else {
+                out.set_item(name, column.list(py)?)?;
+            }
+        }
+        Ok(out)
+    }
+
     fn push(&mut self, per: Per, insn: &Instruction) -> Result<(), String> {
         let c = &mut self.columns;
         let id = insn.id as i64;
@@ -355,7 +432,18 @@ pub fn columns<'py>(
             )))
         }
     };
-    let reader = crate::read::open(crate::options::path(src)?, kwargs)?;
+    let path = crate::options::path(src)?;
+    if per == Per::Segment {
+        // A whole canonical file: straight into the columns, no instruction made.
+        let options = crate::options::options(&path, kwargs)?.with_destination(Destination::Check);
+        let direct = py.detach(|| {
+            kanata_pp::trace::segment_columns(&path, &options).map(Columns::of_segments)
+        });
+        if let Some(columns) = direct {
+            return columns.into_dict(py, arrow);
+        }
+    }
+    let reader = crate::read::open(path, kwargs)?;
     let outcome = py.detach(move || {
         let mut reader = reader;
         let mut columns = Columns::new(per);
@@ -379,13 +467,5 @@ pub fn columns<'py>(
         Outcome::Conversion(err) => return Err(conversion_error(py, &err)),
         Outcome::Value(message) => return Err(PyOverflowError::new_err(message)),
     };
-    let out = PyDict::new(py);
-    for (name, column) in columns.names.iter().zip(&columns.columns) {
-        if arrow {
-            out.set_item(name, column.arrow(py)?)?;
-        } else {
-            out.set_item(name, column.list(py)?)?;
-        }
-    }
-    Ok(out)
+    columns.into_dict(py, arrow)
 }

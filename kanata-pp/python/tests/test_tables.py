@@ -110,3 +110,54 @@ def test_dask_sweep_on_a_local_cluster_of_processes(tmp_path: Path):
         # The same numbers as a conversion in this process.
         assert row["instructions"] == kt.stats(traces / name)["instructions"]
         assert Path(row["output"]).is_file()
+
+
+@pytest.mark.parametrize("suffix", [".kanata", ".kanata.zst"])
+def test_segments_of_a_canonical_file_read_directly(tmp_path: Path, suffix: str):
+    # table() reads a whole canonical file straight into columns (kanata_pp::trace::
+    # segment_columns): the rows must still be read()'s, with notes, open stages (nulls),
+    # several lanes and threads, and the stage dictionary in the order rows first name them.
+    pa = pytest.importorskip("pyarrow")
+    path = tmp_path / f"direct{suffix}"
+    with kt.Writer(str(path)) as w:
+        f, x, c = w.stage("F"), w.stage("X"), w.stage("Cm")
+        insns = []
+        for n in range(40):
+            i = w.begin(sim_id=n, thread=n % 3)
+            w.label(i, f"0x{n:x}: op")
+            w.enter(i, x if n % 2 else f)
+            if n % 5 == 0:
+                w.label(i, "line\\nbreak", kind="note")
+                w.label(i, "second", kind="note")
+            if n % 7 == 0:
+                w.stall_begin(i)
+            insns.append(i)
+            w.advance(1)
+            for j in insns[-3:-1]:
+                w.enter(j, c)
+            if len(insns) > 4:
+                old = insns.pop(0)
+                if n % 4 == 0:
+                    w.flush(old)
+                else:
+                    w.retire(old)
+    expected = expected_rows(path, "segment")
+    assert any(r[5] is None for r in expected) and any(r[6] for r in expected)
+    assert any(r[2] == 1 for r in expected)
+    cols = kt.columns(path, "segment")
+    assert list(zip(*cols.values())) == expected
+    table = kt.table(path, "segment")
+    assert table.to_pydict() == cols
+    assert table.column("end").null_count == sum(1 for r in expected if r[5] is None)
+    assert table.column("stage").chunk(0).dictionary.to_pylist() == list(dict.fromkeys(r[3] for r in expected))
+
+
+def test_a_log_that_only_starts_canonical_is_converted(tmp_path: Path):
+    # The direct path gives up at the first line that is not canonical; the rows are the
+    # conversion's, as read() gives them.
+    path = tmp_path / "late.kanata"
+    path.write_text("Kanata\t0004\nC=\t0\nI\t0\t0\t0\nS\t0\t0\tF\nC\t1\n"
+                    "S  0  0  X\nR\t0\t0\t0\n")
+    expected = expected_rows(path, "segment")
+    assert [r[3] for r in expected] == ["F", "X"]
+    assert list(zip(*kt.columns(path, "segment").values())) == expected

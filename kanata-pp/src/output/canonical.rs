@@ -758,7 +758,7 @@ fn not_canonical(line: u64, what: impl std::fmt::Display) -> Error {
 }
 
 /// The start of `bytes`, printable (control characters escaped), for an error message.
-fn quote(bytes: &[u8]) -> String {
+pub(crate) fn quote(bytes: &[u8]) -> String {
     shorten(bytes).escape_debug().to_string()
 }
 

@@ -9,6 +9,7 @@ pub mod analysis;
 pub mod canonical;
 /// The seekable, indexed `.kanata.zst`: independent zstd frames, our index, the seek table.
 pub mod seekable;
+pub mod segments;
 pub mod stats;
 #[cfg(test)]
 pub(crate) mod testing;
