@@ -2,10 +2,12 @@
 //! Python's `kanata_trace.read`: how long one pass over a plain canonical trace takes with
 //! [`CanonicalReader`] (every line parsed and checked) and with [`Instructions`] (the same,
 //! assembled into whole instructions) and with [`kanata_pp::trace::open`] (what rendering and
-//! Python read through: on a canonical file, `Instructions` on a thread of its own).
+//! Python read through: on a canonical file, `Instructions` on a thread of its own) and with
+//! [`SegmentReader`] (the stage segments as columns, what Python's `table()` reads a whole
+//! canonical file through).
 //!
 //! ```text
-//! cargo run --release -p kanata-pp --example read_bench -- lines|insns|trace TRACE.kanata
+//! cargo run --release -p kanata-pp --example read_bench -- lines|insns|trace|segments TRACE.kanata
 //! ```
 //!
 //! It prints the pass's seconds, the lines or instructions and the rate.
@@ -16,11 +18,12 @@ use std::io::BufReader;
 use std::time::Instant;
 
 use kanata_pp::output::canonical::{CanonicalReader, Instructions};
+use kanata_pp::output::segments::SegmentReader;
 
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [what, path] = &args[..] else {
-        return Err("usage: read_bench lines|insns|trace TRACE.kanata".into());
+        return Err("usage: read_bench lines|insns|trace|segments TRACE.kanata".into());
     };
     let input = BufReader::with_capacity(1 << 16, File::open(path)?);
     let started = Instant::now();
@@ -52,7 +55,11 @@ fn main() -> Result<(), Box<dyn Error>> {
             eprintln!("{} repairs", report.diagnostics.total());
             (count, "instructions")
         }
-        _ => return Err(format!("unknown pass `{what}`: lines, insns or trace").into()),
+        "segments" => {
+            let columns = SegmentReader::new(input).read_all()?;
+            (columns.len() as u64, "segments")
+        }
+        _ => return Err(format!("unknown pass `{what}`: lines, insns, trace or segments").into()),
     };
     let seconds = started.elapsed().as_secs_f64();
     println!(

@@ -1,7 +1,9 @@
 //! The columns of `kanata_trace.table` and `kanata_trace.columns`: a trace read through
 //! `kanata_pp::trace::open`, one row per stage segment, instruction or dependency, built with
-//! the GIL released into plain buffers. `table()` hands the buffers to pyarrow without a copy
-//! per value (Arrow's own layout: little-endian values, validity bitmaps, offsets);
+//! the GIL released into plain buffers (a whole canonical file straight from
+//! `kanata_pp::trace::segment_columns`). `table()` hands the buffers to pyarrow without a copy
+//! (Arrow's own layout: little-endian values, validity bitmaps, offsets, each vector handed
+//! over where it is, `pyarrow.foreign_buffer` over it keeping its owner alive);
 //! `columns()` makes Python lists of them, with no dependency at all.
 
 use std::collections::HashMap;
@@ -11,7 +13,7 @@ use kanata_pp::output::segments::SegmentColumns;
 use kanata_pp::Destination;
 use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::{PyBytes, PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 
 use crate::errors::conversion_error;
 use crate::read::shown;
@@ -152,38 +154,39 @@ impl Column {
         }
     }
 
-    /// The column for pyarrow: `(type, length, buffers...)`.
-    fn arrow<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
-        let bytes = |v: &[u8]| PyBytes::new(py, v);
-        // Written into the Python object as it is made: one copy of the values, not two.
-        let le = |v: &[i64]| {
-            PyBytes::new_with(py, v.len() * 8, |out| {
-                for (to, x) in out.chunks_exact_mut(8).zip(v) {
-                    to.copy_from_slice(&x.to_le_bytes());
-                }
-                Ok(())
-            })
-        };
+    /// The column for pyarrow: `(type, length, buffers...)`, each buffer an
+    /// `(address, size, owner)` for `pyarrow.foreign_buffer`: the values are handed over
+    /// where they are, not copied.
+    fn arrow(self, py: Python<'_>) -> PyResult<Bound<'_, PyTuple>> {
         let n = self.len();
         match self {
-            Column::Int { data, valid, nulls } => {
-                ("int64", n, le(data)?, valid.as_deref().map(bytes), *nulls).into_pyobject(py)
-            }
+            Column::Int { data, valid, nulls } => (
+                "int64",
+                n,
+                hand(py, Held::Ints(data))?,
+                valid.map(|v| hand(py, Held::Bytes(v))).transpose()?,
+                nulls,
+            )
+                .into_pyobject(py),
             Column::Bool { bits, .. } => {
-                ("bool", n, bytes(bits), py.None(), 0usize).into_pyobject(py)
+                ("bool", n, hand(py, Held::Bytes(bits))?, py.None(), 0usize).into_pyobject(py)
             }
-            Column::Text { offsets, data } => {
-                ("large_string", n, le(offsets)?, bytes(data), 0usize).into_pyobject(py)
-            }
-            Column::Dict { codes, names, .. } => {
-                let out = PyBytes::new_with(py, codes.len() * 4, |out| {
-                    for (to, c) in out.chunks_exact_mut(4).zip(codes) {
-                        to.copy_from_slice(&c.to_le_bytes());
-                    }
-                    Ok(())
-                })?;
-                ("dictionary", n, out, PyList::new(py, names)?, 0usize).into_pyobject(py)
-            }
+            Column::Text { offsets, data } => (
+                "large_string",
+                n,
+                hand(py, Held::Ints(offsets))?,
+                hand(py, Held::Bytes(data))?,
+                0usize,
+            )
+                .into_pyobject(py),
+            Column::Dict { codes, names, .. } => (
+                "dictionary",
+                n,
+                hand(py, Held::Codes(codes))?,
+                PyList::new(py, names)?,
+                0usize,
+            )
+                .into_pyobject(py),
         }
     }
 
@@ -218,6 +221,38 @@ impl Column {
             }
         }
     }
+}
+
+/// Values handed to pyarrow: they stay where they are for as long as this object lives,
+/// which the `pyarrow.foreign_buffer` made over them keeps alive. (The buffer protocol would
+/// do the same, but is not in the stable ABI before Python 3.11.)
+#[pyclass(module = "kanata_trace._native", frozen)]
+pub struct Memory(#[allow(dead_code)] Held);
+
+/// What a [`Memory`] holds.
+enum Held {
+    Bytes(Vec<u8>),
+    Ints(Vec<i64>),
+    Codes(Vec<i32>),
+}
+
+/// `(address, size, owner)` of `held`, in Arrow's little-endian layout.
+fn hand(py: Python<'_>, mut held: Held) -> PyResult<Bound<'_, PyTuple>> {
+    if cfg!(target_endian = "big") {
+        match &mut held {
+            Held::Bytes(_) => {}
+            Held::Ints(v) => v.iter_mut().for_each(|x| *x = x.to_le()),
+            Held::Codes(v) => v.iter_mut().for_each(|x| *x = x.to_le()),
+        }
+    }
+    let (address, size) = match &held {
+        Held::Bytes(v) => (v.as_ptr() as usize, v.len()),
+        Held::Ints(v) => (v.as_ptr() as usize, v.len() * 8),
+        Held::Codes(v) => (v.as_ptr() as usize, v.len() * 4),
+    };
+    // Moving the vector into the object moves its handle, not its values: the address holds.
+    let owner = Bound::new(py, Memory(held))?;
+    (address, size, owner).into_pyobject(py)
 }
 
 /// The columns of one kind of row, in order.
@@ -348,7 +383,7 @@ impl Columns {
     /// The columns by name: pyarrow's buffers (`arrow`) or Python lists.
     fn into_dict(self, py: Python<'_>, arrow: bool) -> PyResult<Bound<'_, PyDict>> {
         let out = PyDict::new(py);
-        for (name, column) in self.names.iter().zip(&self.columns) {
+        for (name, column) in self.names.iter().zip(self.columns) {
             if arrow {
                 out.set_item(name, column.arrow(py)?)?;
             } else {

@@ -136,8 +136,9 @@ struct Rows {
     ring_base: u64,
     /// Notes by global row number: few rows have any.
     notes: HashMap<u64, String>,
-    /// Stage names as first seen in the text, and their index.
+    /// Stage names as first seen in the text, their [`short_key`]s, and their index.
     names: Vec<String>,
+    keys: Vec<u128>,
     name_index: HashMap<String, u32>,
     /// The reader's stage index → the columns' (`u32::MAX`: not in a row yet).
     column_stage: Vec<u32>,
@@ -175,6 +176,7 @@ impl<R: BufRead> SegmentReader<R> {
 impl Rows {
     /// The pending instruction `id` names, if it is live; else the error `Instructions`
     /// gives for `what` line `line`.
+    #[inline(always)]
     fn live(&mut self, id: u64, line: u64, what: &str) -> Result<&mut Pending, Error> {
         let base = self.next_id - self.pending.len() as u64;
         let state = if id >= self.next_id {
@@ -212,9 +214,11 @@ impl Rows {
     }
 
     fn stage_index(&mut self, name: &str) -> u32 {
-        // Stage names are few: a look through them beats hashing each one.
-        if self.names.len() <= 32 {
-            if let Some(at) = self.names.iter().position(|n| n == name) {
+        // Stage names are few and short: a look through their keys beats hashing each one
+        // and comparing bytes.
+        let key = short_key(name);
+        if key != 0 {
+            if let Some(at) = self.keys.iter().position(|&k| k == key) {
                 return at as u32;
             }
         } else if let Some(&at) = self.name_index.get(name) {
@@ -222,11 +226,22 @@ impl Rows {
         }
         let at = self.names.len() as u32;
         self.names.push(name.to_owned());
+        self.keys.push(key);
         self.name_index.insert(name.to_owned(), at);
         at
     }
 
+    /// Whether stage `stage` is named `name`.
+    #[inline]
+    fn is_named(&self, stage: usize, name: &str) -> bool {
+        match self.keys[stage] {
+            0 => self.names[stage] == name,
+            key => key == short_key(name),
+        }
+    }
+
     /// Applies one command.
+    #[inline(always)]
     fn apply(&mut self, event: Event<'_>) -> Result<(), Error> {
         let (line, cycle) = (event.line, event.cycle);
         match event.command {
@@ -298,7 +313,7 @@ impl Rows {
                     ));
                 };
                 let stage = self.row(open).stage as usize;
-                if self.names[stage] != name {
+                if !self.is_named(stage, name) {
                     return Err(not_canonical(
                         line,
                         format!(
@@ -386,6 +401,20 @@ impl Rows {
             self.ring_base += 1;
         }
     }
+}
+
+/// A name of at most 15 bytes as one number (its bytes and its length; never 0, since a
+/// stage name is not empty), 0 for a longer one.
+#[inline]
+fn short_key(name: &str) -> u128 {
+    let bytes = name.as_bytes();
+    if bytes.len() > 15 {
+        return 0;
+    }
+    let mut packed = [0u8; 16];
+    packed[..bytes.len()].copy_from_slice(bytes);
+    packed[15] = bytes.len() as u8;
+    u128::from_le_bytes(packed)
 }
 
 fn not_canonical(line: u64, what: impl std::fmt::Display) -> Error {

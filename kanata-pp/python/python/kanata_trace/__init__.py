@@ -75,6 +75,15 @@ def columns(src: PathLike, per: str = "segment", **options: Any) -> Dict[str, Li
     return _native.columns(src, per, False, **options)
 
 
+def _buffer(pa: Any, held: Any) -> Any:
+    """A pyarrow buffer over memory the native side hands over as (address, size, owner),
+    without a copy; the buffer keeps the owner alive."""
+    if held is None:
+        return None
+    address, size, owner = held
+    return pa.foreign_buffer(address, size, base=owner)
+
+
 def table(src: PathLike, per: str = "segment", **options: Any) -> "pyarrow.Table":
     """The trace as a ``pyarrow.Table`` (needs pyarrow: ``pip install kanata-trace[arrow]``).
 
@@ -104,18 +113,18 @@ def table(src: PathLike, per: str = "segment", **options: Any) -> "pyarrow.Table
     arrays = []
     for name, (kind, n, first, second, nulls) in raw.items():
         if kind == "int64":
-            validity = pa.py_buffer(second) if second is not None else None
+            validity = _buffer(pa, second)
             array = pa.Array.from_buffers(
-                pa.int64(), n, [validity, pa.py_buffer(first)], null_count=nulls
+                pa.int64(), n, [validity, _buffer(pa, first)], null_count=nulls
             )
         elif kind == "bool":
-            array = pa.Array.from_buffers(pa.bool_(), n, [None, pa.py_buffer(first)])
+            array = pa.Array.from_buffers(pa.bool_(), n, [None, _buffer(pa, first)])
         elif kind == "large_string":
             array = pa.Array.from_buffers(
-                pa.large_string(), n, [None, pa.py_buffer(first), pa.py_buffer(second)]
+                pa.large_string(), n, [None, _buffer(pa, first), _buffer(pa, second)]
             )
         elif kind == "dictionary":
-            codes = pa.Array.from_buffers(pa.int32(), n, [None, pa.py_buffer(first)])
+            codes = pa.Array.from_buffers(pa.int32(), n, [None, _buffer(pa, first)])
             array = pa.DictionaryArray.from_arrays(codes, pa.array(second, pa.string()))
         else:  # pragma: no cover - the native side makes only these
             raise AssertionError(kind)
