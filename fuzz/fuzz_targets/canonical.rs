@@ -1,9 +1,11 @@
 //! The reader of canonical Kanata on arbitrary bytes: `LineParser` at its three depths
 //! (`line`, `skim`, `skim_stages`), `CanonicalReader` and `Instructions`, and the one-pass
-//! reading of common lines against the checked parser.
+//! reading of common lines against the checked parser; `SegmentReader`'s columns against
+//! the segments of `Instructions`.
 #![no_main]
 
 use kanata_pp::output::canonical::{CanonicalReader, Instructions, LineParser};
+use kanata_pp::output::segments::SegmentReader;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -74,10 +76,28 @@ fuzz_target!(|data: &[u8]| {
     let mut insns = Instructions::new(data);
     let mut whole = true;
     let mut yielded = 0usize;
+    let mut segments = Vec::new();
+    let mut first_error = None;
     for insn in insns.by_ref() {
         match insn {
-            Ok(_) => yielded += 1,
-            Err(_) => whole = false,
+            Ok(insn) => {
+                yielded += 1;
+                for s in insn.stages {
+                    segments.push((
+                        insn.id,
+                        insn.thread,
+                        s.lane,
+                        s.name.to_string(),
+                        s.start,
+                        s.end,
+                        s.notes,
+                    ));
+                }
+            }
+            Err(err) => {
+                whole = false;
+                first_error.get_or_insert(err.to_string());
+            }
         }
         assert!(
             yielded <= data.len() / 2 + 1,
@@ -85,6 +105,31 @@ fuzz_target!(|data: &[u8]| {
         );
     }
     assert!(insns.next().is_none());
+
+    // The columns: the same rows, or the same first error.
+    match SegmentReader::new(data).read_all() {
+        Ok(c) => {
+            assert!(whole, "SegmentReader accepts what Instructions does not");
+            let rows: Vec<_> = (0..c.len())
+                .map(|r| {
+                    (
+                        c.id[r],
+                        c.thread[r],
+                        c.lane[r],
+                        c.stage_names[c.stage[r] as usize].clone(),
+                        c.start[r],
+                        c.end[r],
+                        c.notes_of(r).to_owned(),
+                    )
+                })
+                .collect();
+            assert_eq!(
+                rows, segments,
+                "SegmentReader's rows are not Instructions' segments"
+            );
+        }
+        Err(err) => assert_eq!(Some(err.to_string()), first_error, "a different error"),
+    }
     if whole {
         assert!(
             read_all,
