@@ -761,14 +761,7 @@ impl Analyzer {
         let oldest = self.live_ids.first().is_none_or(|&oldest| oldest > id);
         if oldest && self.done.is_empty() {
             // Retired in order, the common case: nothing waits, nothing to hold.
-            self.ordered.feed(
-                id,
-                done,
-                &mut self.tables,
-                &mut self.per_thread,
-                self.options.capacity,
-                &self.stage_names,
-            );
+            self.feed(id, done);
         } else {
             self.done.insert(id, done);
             self.drain();
@@ -819,6 +812,18 @@ impl Analyzer {
         }
     }
 
+    /// Feeds one record to what is computed in op-id order.
+    fn feed(&mut self, id: u64, done: Done) {
+        self.ordered.feed(
+            id,
+            done,
+            &mut self.tables,
+            &mut self.per_thread,
+            self.options.capacity,
+            &self.stage_names,
+        );
+    }
+
     /// Feeds the records that no older instruction holds back.
     fn drain(&mut self) {
         while let Some(entry) = self.done.first_entry() {
@@ -830,14 +835,7 @@ impl Analyzer {
                 break;
             }
             let (id, done) = entry.remove_entry();
-            self.ordered.feed(
-                id,
-                done,
-                &mut self.tables,
-                &mut self.per_thread,
-                self.options.capacity,
-                &self.stage_names,
-            );
+            self.feed(id, done);
         }
     }
 
