@@ -49,13 +49,11 @@ impl KanataReader {
     }
 
     /// Reads one line: what the normalizer gets of it (the parsed line and its text after
-    /// any prefix), or `None` when there is nothing for it (already reported). `slash`:
-    /// whether `raw` holds a `/`.
+    /// any prefix), or `None` when there is nothing for it (already reported).
     #[inline(always)]
     pub(crate) fn read<'a>(
         &'a mut self,
         raw: &'a [u8],
-        slash: bool,
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<ReadLine<'a>, Error> {
@@ -75,7 +73,7 @@ impl KanataReader {
         if self.in_header {
             return self.header(line, lineno, diag);
         }
-        let parsed = self.parser.parse_knowing_slash(line, slash, lineno, diag);
+        let parsed = self.parser.parse(line, lineno, diag);
         Ok(Some((parsed, line)))
     }
 
@@ -512,11 +510,9 @@ fn parse_lines(
 ) -> Option<Result<u64, Error>> {
     let mut start = 0;
     // memchr directly: this is the hot loop, and one vectorized search over the block for
-    // all its line ends, and one for its slashes (which may start a comment, Q3), is
-    // cheaper than a search per line (as `bstr`'s line iterator would do).
+    // all its line ends is cheaper than a search per line (as `bstr`'s line iterator would
+    // do).
     let mut line_ends = memchr::memchr_iter(b'\n', block);
-    let mut slashes = memchr::memchr_iter(b'/', block);
-    let mut next_slash = slashes.next().unwrap_or(usize::MAX);
     while start < block.len() {
         let (end, next) = match line_ends.next() {
             Some(end) => (end, end + 1),
@@ -529,15 +525,11 @@ fn parse_lines(
         let number = at.number;
         let had_cr = end > start && block[end - 1] == b'\r';
         let line = &block[start..end - usize::from(had_cr)];
-        while next_slash < start {
-            next_slash = slashes.next().unwrap_or(usize::MAX);
-        }
-        let slash = next_slash < end;
         start = next;
         if had_cr {
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
-        match reader.read(line, slash, number, diag) {
+        match reader.read(line, number, diag) {
             Ok(None) => {}
             Ok(Some((Line::CycleOutOfRange(cycle), _))) => {
                 let message = crate::kanata::parse::cycle_out_of_range(cycle);

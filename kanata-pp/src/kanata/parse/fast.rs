@@ -1,0 +1,219 @@
+//! The common lines of a Kanata log read in one pass: a command letter, then TAB-separated
+//! fields whose numbers are plain decimals, padded with spaces or not (Q1), and perhaps
+//! trailing fields (Q1). That is nearly every line real writers emit, canonical or padded.
+//!
+//! [`parse`] gives exactly what the field-by-field reader in the parent module gives for such
+//! a line, and tells whether Q1 applies; it gives `None` (having reported nothing) for
+//! anything else: a sign, an empty or odd field, a lane written `00` (Q20), a label with a
+//! further TAB (Q9), space-separated fields (Q19), a header or a non-command. The caller then
+//! reads the line the slow way, which reports what it repairs. Lines with a `/` (a possible
+//! trailing comment, Q3) are the caller's to keep from here, labels excepted.
+
+use super::{is_space, trim, Command, Line, RetireType, SimId};
+
+/// A number field as [`number`] reads it.
+struct Number {
+    value: i64,
+    /// Spaces before or after the digits, or a leading zero: not how canonical text writes it.
+    odd: bool,
+    /// A leading zero (`007`).
+    leading_zero: bool,
+}
+
+/// The command of `line` and whether Q1 applies to it (padding or trailing fields), if the
+/// line is one of the common ones.
+#[inline(always)]
+pub(super) fn parse(line: &[u8]) -> Option<(Line<&[u8]>, bool)> {
+    let first = *line.first()?;
+    let (name_end, start) = match line.get(1) {
+        Some(b'\t') => (1, false),
+        Some(b'=') if first == b'C' && line.get(2) == Some(&b'\t') => (2, true),
+        _ => return None,
+    };
+    let mut at = name_end + 1;
+    let id = number(line, &mut at)?;
+    let mut odd = id.odd;
+    let command = match first {
+        b'C' => {
+            // `C <n>`: any further field is ignored (Q1), whatever it holds.
+            odd |= trailing(line, at)?;
+            if start {
+                Command::Start(id.value)
+            } else {
+                Command::Cycle(id.value)
+            }
+        }
+        b'I' => {
+            next_field(line, &mut at)?;
+            let sim_id = number(line, &mut at)?;
+            next_field(line, &mut at)?;
+            let thread = number(line, &mut at)?;
+            odd |= sim_id.odd | thread.odd | trailing(line, at)?;
+            Command::Insn {
+                id: id.value,
+                sim_id: SimId::from(i128::from(sim_id.value)),
+                thread: thread.value,
+            }
+        }
+        b'S' | b'E' => {
+            next_field(line, &mut at)?;
+            let lane = number(line, &mut at)?;
+            // A lane with a leading zero is Q20's, reported by the slow reader.
+            if lane.leading_zero {
+                return None;
+            }
+            let lane_value = u32::try_from(lane.value).ok()?;
+            next_field(line, &mut at)?;
+            let field_end = stage_end(line, at)?;
+            let field = &line[at..field_end];
+            let (&first_byte, &last_byte) = (field.first()?, field.last()?);
+            let name = if is_space(first_byte) || is_space(last_byte) {
+                trim(field)
+            } else {
+                field
+            };
+            if name.is_empty() {
+                return None;
+            }
+            odd |= lane.odd | (name.len() != field.len()) | trailing(line, field_end)?;
+            Command::Stage {
+                end: first == b'E',
+                id: id.value,
+                lane: lane_value,
+                name,
+            }
+        }
+        b'L' => {
+            next_field(line, &mut at)?;
+            let kind = number(line, &mut at)?;
+            if kind.value > 2 {
+                return None;
+            }
+            next_field(line, &mut at)?;
+            let text = &line[at..];
+            // Q9 (a TAB in the text) and an empty label are the slow reader's.
+            if text.is_empty() || memchr::memchr(b'\t', text).is_some() {
+                return None;
+            }
+            odd |= kind.odd;
+            Command::Label {
+                id: id.value,
+                kind: kind.value as u8,
+                text,
+            }
+        }
+        b'R' => {
+            next_field(line, &mut at)?;
+            let retire_id = number(line, &mut at)?;
+            odd |= retire_id.odd;
+            let kind = if at < line.len() {
+                next_field(line, &mut at)?;
+                let kind = number(line, &mut at)?;
+                odd |= kind.odd | trailing(line, at)?;
+                RetireType::Value(kind.value)
+            } else {
+                RetireType::Empty
+            };
+            Command::Retire {
+                id: id.value,
+                retire_id: retire_id.value,
+                kind,
+            }
+        }
+        b'W' => {
+            next_field(line, &mut at)?;
+            let producer = number(line, &mut at)?;
+            next_field(line, &mut at)?;
+            let kind = number(line, &mut at)?;
+            let kind_value = u32::try_from(kind.value).ok()?;
+            odd |= producer.odd | kind.odd | trailing(line, at)?;
+            Command::Dep {
+                consumer: id.value,
+                producer: producer.value,
+                kind: kind_value,
+            }
+        }
+        _ => return None,
+    };
+    Some((Line::Command(command), odd))
+}
+
+/// Steps over the TAB at `at`, which must be there.
+#[inline(always)]
+fn next_field(line: &[u8], at: &mut usize) -> Option<()> {
+    if line.get(*at) == Some(&b'\t') {
+        *at += 1;
+        Some(())
+    } else {
+        None
+    }
+}
+
+/// Where the stage name that starts at `at` ends: at the next TAB, or at the end of the
+/// line. `None` if it holds a `/`, which may start a trailing comment (Q3).
+#[inline(always)]
+fn stage_end(line: &[u8], at: usize) -> Option<usize> {
+    // Stage names are a few bytes long: a loop beats a call to memchr.
+    let mut end = at;
+    while let Some(&byte) = line.get(end) {
+        match byte {
+            b'\t' => break,
+            b'/' => return None,
+            _ => end += 1,
+        }
+    }
+    Some(end)
+}
+
+/// Whether fields follow the last one a command uses, at `at` (a TAB or the end of the
+/// line): ignored, as Q1 says. `None` if they hold a `/`, which may start a trailing comment
+/// (Q3).
+#[inline(always)]
+fn trailing(line: &[u8], at: usize) -> Option<bool> {
+    let rest = &line[at..];
+    if rest.contains(&b'/') {
+        return None;
+    }
+    Some(!rest.is_empty())
+}
+
+/// Reads the field at `at`: spaces, 1 to 18 decimal digits, spaces, then a TAB or the end of
+/// the line, where `at` is left. `None` for anything else (a sign, no digits, another byte,
+/// a number that might not fit): the slow reader decides what that is.
+#[inline(always)]
+fn number(line: &[u8], at: &mut usize) -> Option<Number> {
+    let padding = super::leading_spaces(&line[*at..]);
+    let start = *at + padding;
+    let mut end = start;
+    let mut value = 0i64;
+    while let Some(&byte) = line.get(end) {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        // Wrapping: a number of more than 18 digits is refused below, whatever this made.
+        value = value.wrapping_mul(10).wrapping_add(i64::from(digit));
+        end += 1;
+    }
+    let digits = end - start;
+    if digits == 0 || digits > 18 {
+        return None;
+    }
+    let leading_zero = digits > 1 && line[start] == b'0';
+    let mut odd = padding > 0 || leading_zero;
+    if line.get(end) == Some(&b' ') {
+        odd = true;
+        while line.get(end) == Some(&b' ') {
+            end += 1;
+        }
+    }
+    if end < line.len() && line[end] != b'\t' {
+        return None;
+    }
+    *at = end;
+    Some(Number {
+        value,
+        odd,
+        leading_zero,
+    })
+}
