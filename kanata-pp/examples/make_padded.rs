@@ -36,7 +36,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 mod common;
-use common::Rng;
+use common::{Counting, Rng};
 
 const STAGES: [&str; 7] = ["IF", "ID", "RN", "DS", "IS", "EX", "WB"];
 const IS: usize = 4;
@@ -428,22 +428,4 @@ fn main() -> Result<(), Box<dyn Error>> {
         cycle - START
     );
     Ok(())
-}
-
-/// Counts what goes through it.
-struct Counting<W> {
-    inner: W,
-    written: u64,
-}
-
-impl<W: Write> Write for Counting<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }

@@ -16,7 +16,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 mod common;
-use common::Rng;
+use common::{Counting, Rng};
 
 const STAGES: [&str; 8] = ["F", "D", "Rn", "Ds", "X", "M", "W", "Cm"];
 
@@ -140,22 +140,4 @@ fn main() -> Result<(), Box<dyn Error>> {
         out.written
     );
     Ok(())
-}
-
-/// Counts what goes through it.
-struct Counting<W> {
-    inner: W,
-    written: u64,
-}
-
-impl<W: Write> Write for Counting<W> {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        let n = self.inner.write(buf)?;
-        self.written += n as u64;
-        Ok(n)
-    }
-
-    fn flush(&mut self) -> std::io::Result<()> {
-        self.inner.flush()
-    }
 }

@@ -24,3 +24,25 @@ impl Rng {
         self.next() % 100 < percent
     }
 }
+
+/// A writer that counts the bytes that go through it, so that a generator stops at its size.
+// Not every generator sizes its output this way.
+#[allow(dead_code)]
+pub struct Counting<W> {
+    /// Where the bytes go.
+    pub inner: W,
+    /// How many went there.
+    pub written: u64,
+}
+
+impl<W: std::io::Write> std::io::Write for Counting<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let n = self.inner.write(buf)?;
+        self.written += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.inner.flush()
+    }
+}

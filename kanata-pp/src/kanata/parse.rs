@@ -15,6 +15,11 @@ use crate::diag::{Diagnostics, Rule};
 
 mod fast;
 
+/// The Q1 report of a command line that was padded or had trailing fields (both readers).
+const Q1_COMMAND: &str = "padded number, white space or trailing empty field";
+/// The Q1 report of such an `L` line.
+const Q1_LABEL: &str = "padded number or trailing empty field";
+
 /// What one input line is. `T` is how text is held: a slice of the line while parsing,
 /// a [`Span`](crate::kanata::read::Span) between threads, owned bytes when held back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -373,11 +378,7 @@ impl LineParser {
         // anything else, or anything odd, is read field by field.
         if let Some((parsed, padded)) = fast::parse(line) {
             if padded {
-                let message = if first == b'L' {
-                    "padded number or trailing empty field"
-                } else {
-                    "padded number, white space or trailing empty field"
-                };
+                let message = if first == b'L' { Q1_LABEL } else { Q1_COMMAND };
                 diag.report(Rule::Q1, lineno, || message.to_owned());
             }
             return parsed;
@@ -430,9 +431,7 @@ impl LineParser {
         let mut padded = false;
         let q1 = |diag: &mut Diagnostics, repaired: bool| {
             if repaired {
-                diag.report(Rule::Q1, lineno, || {
-                    "padded number, white space or trailing empty field".to_owned()
-                });
+                diag.report(Rule::Q1, lineno, || Q1_COMMAND.to_owned());
             }
         };
         match name {
@@ -633,9 +632,7 @@ impl LineParser {
             text = &self.scratch;
         }
         if padded {
-            diag.report(Rule::Q1, lineno, || {
-                "padded number or trailing empty field".to_owned()
-            });
+            diag.report(Rule::Q1, lineno, || Q1_LABEL.to_owned());
         }
         if text.is_empty() {
             diag.report(Rule::Q1, lineno, || "empty label dropped".to_owned());
