@@ -161,10 +161,11 @@ impl<R: BufRead> SegmentReader<R> {
     /// The first error [`Instructions`](crate::output::canonical::Instructions) would give
     /// for this input: a line that is not canonical, or reading that fails.
     pub fn read_all(mut self) -> Result<SegmentColumns, Error> {
-        while let Some(event) = self.reader.next_command()? {
-            self.rows.apply(event)?;
-        }
         let rows = &mut self.rows;
+        self.reader.read_each(|event| {
+            rows.apply(event)?;
+            Ok(true)
+        })?;
         for at in 0..rows.pending.len() {
             rows.pending[at].ended = true;
         }
