@@ -2397,6 +2397,67 @@ mod tests {
     /// parser accepts, and reads it the same: on lines made of canonical pieces and of the
     /// near misses around them (leading zeros, signs, spaces, overflows, control bytes,
     /// non-ASCII, missing and extra fields).
+    /// `parse_common_at` reads `line` with its LF, behind another line in a block, as
+    /// `parse_common` reads it, and says where the next line starts.
+    fn common_at_agrees(line: &[u8]) -> bool {
+        if line.contains(&b'\n') {
+            return true;
+        }
+        let mut block = b"C\t1\n".to_vec();
+        block.extend_from_slice(line);
+        block.extend_from_slice(b"\nC\t1\n");
+        let expected = parse_common(line).map(|command| (command, 4 + line.len() + 1));
+        parse_common_at(&block, 4) == expected
+    }
+
+    #[test]
+    fn canonical_common_lines_read_in_blocks() {
+        let sample = include_bytes!("../../../samples/pipeline_sim.kanata");
+        for line in sample.split(|&b| b == b'\n').skip(2) {
+            assert!(common_at_agrees(line), "`{}`", quote(line));
+        }
+        for line in [
+            &b""[..],
+            b"S",
+            b"S\t",
+            b"C\t0",
+            b"C\t01",
+            b"L\t1\t0\t",
+            b"R\t1\t0\t2",
+        ] {
+            assert!(common_at_agrees(line), "`{}`", quote(line));
+            assert!(parse_common(line).is_none());
+        }
+        // read_each gives the events of next_command, over buffers of every size.
+        for seed in 0..50 {
+            let text = random_trace(seed, Some(seed % 2 == 0)).0;
+            let mut expected = Vec::new();
+            let mut reader = CanonicalReader::new(&text[..]);
+            while let Some(event) = reader.next_command().unwrap() {
+                expected.push(format!("{event:?}"));
+            }
+            for capacity in [1, 7, 64, 4096] {
+                let input = std::io::BufReader::with_capacity(capacity, &text[..]);
+                let mut reader = CanonicalReader::new(input);
+                let mut got = Vec::new();
+                let mut calls = 0;
+                // Stopped after every third line, as Instructions stops.
+                while reader
+                    .read_each(|event| {
+                        got.push(format!("{event:?}"));
+                        Ok(got.len() % 3 != 0)
+                    })
+                    .unwrap()
+                {
+                    calls += 1;
+                }
+                assert_eq!(got, expected, "seed {seed}, buffer {capacity}");
+                assert!(calls >= expected.len() / 3);
+                assert!(reader.last_cycle().is_some());
+            }
+        }
+    }
+
     #[test]
     fn canonical_common_lines_read_as_checked() {
         const COMMANDS: &[&[u8]] = &[b"C", b"I", b"L", b"S", b"E", b"R", b"W", b"C=", b"X", b""];
@@ -2441,6 +2502,7 @@ mod tests {
                 line.extend_from_slice(FIELDS[rng.below(FIELDS.len() as u64) as usize]);
             }
             let checked = parse_checked(&line, 9).ok();
+            assert!(common_at_agrees(&line), "`{}`", quote(&line));
             if let Some(common) = parse_common(&line) {
                 assert_eq!(Some(common), checked, "`{}`", quote(&line));
                 accepted += 1;
