@@ -152,7 +152,7 @@ fuzz_target!(|data: &[u8]| {
                         c.lane[r],
                         c.stage_names[c.stage[r] as usize].clone(),
                         c.start[r],
-                        c.end[r],
+                        c.end_of(r),
                         c.notes_of(r).to_owned(),
                     )
                 })

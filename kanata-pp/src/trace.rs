@@ -668,7 +668,7 @@ mod tests {
                                 c.lane[r],
                                 c.stage_names[c.stage[r] as usize].clone(),
                                 c.start[r],
-                                c.end[r],
+                                c.end_of(r),
                                 c.notes_of(r).to_owned(),
                             )
                         })

@@ -21,7 +21,11 @@ use crate::output::canonical::{quote, CanonicalReader, Command, Event, LabelKind
 /// No row: the end of a chain.
 const NONE: u64 = u64::MAX;
 
-/// The segments of a trace, one row per segment; every vector has one entry per row.
+/// The segments of a trace, one row per segment; every vector but [`open`](Self::open) and
+/// [`notes`](Self::notes) has one entry per row. The columns are what an Arrow table of
+/// them holds (a cycle, an id or a lane is 64 bits; an open end is a null), so that they can
+/// be handed over without being converted: which rows are open, and which have notes, are
+/// listed apart, since few rows are either.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct SegmentColumns {
@@ -37,15 +41,15 @@ pub struct SegmentColumns {
     pub stage_names: Vec<String>,
     /// Konata's cycle of the `S`.
     pub start: Vec<u64>,
-    /// Konata's cycle of the end; `None` while the stage is open at the end of the file.
-    pub end: Vec<Option<u64>>,
-    /// Where each row's notes end in [`notes`](Self::notes) (the previous row's end, or 0,
-    /// is where they start): the type-2 labels written while this was the stage the
-    /// instruction entered most recently, a line break between two, `\n` escapes as written
-    /// (as [`Segment::notes`](crate::output::canonical::Segment::notes)).
-    pub notes_end: Vec<usize>,
-    /// The notes of every row, one after the other.
-    pub notes: String,
+    /// Konata's cycle of the end; 0 for a row in [`open`](Self::open).
+    pub end: Vec<u64>,
+    /// The rows whose stage is still open at the end of the file (no end), ascending.
+    pub open: Vec<usize>,
+    /// The rows that have notes, ascending, with their notes: the type-2 labels written
+    /// while this was the stage the instruction entered most recently, a line break between
+    /// two, `\n` escapes as written (as
+    /// [`Segment::notes`](crate::output::canonical::Segment::notes)). Never empty.
+    pub notes: Vec<(usize, String)>,
 }
 
 impl SegmentColumns {
@@ -59,10 +63,20 @@ impl SegmentColumns {
         self.id.is_empty()
     }
 
-    /// The notes of row `row`.
+    /// The end of row `row`: `None` if its stage is still open at the end of the file.
+    pub fn end_of(&self, row: usize) -> Option<u64> {
+        match self.open.binary_search(&row) {
+            Ok(_) => None,
+            Err(_) => Some(self.end[row]),
+        }
+    }
+
+    /// The notes of row `row` (empty without any).
     pub fn notes_of(&self, row: usize) -> &str {
-        let start = if row == 0 { 0 } else { self.notes_end[row - 1] };
-        &self.notes[start..self.notes_end[row]]
+        match self.notes.binary_search_by_key(&row, |(at, _)| *at) {
+            Ok(at) => &self.notes[at].1,
+            Err(_) => "",
+        }
     }
 }
 
@@ -79,7 +93,7 @@ struct Row {
     /// ends.
     prev: u64,
     next: u64,
-    /// Appended to the columns: the ring's front is dropped up to the first row not given.
+    /// Appended to the columns: the ring's front is cut up to the first row not given.
     given: bool,
 }
 
@@ -116,7 +130,9 @@ struct Pending {
 /// assert_eq!(columns.id, [0, 0, 1]);
 /// assert_eq!(columns.thread, [0, 0, 1]);
 /// assert_eq!(columns.stage_names, ["F", "X"]);
-/// assert_eq!(columns.end, [Some(1), Some(3), None]); // b is in flight at the end
+/// assert_eq!(columns.end, [1, 3, 0]);
+/// assert_eq!(columns.open, [2]); // b is in flight at the end
+/// assert_eq!(columns.end_of(2), None);
 /// assert_eq!(columns.notes_of(1), "hit");
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
@@ -131,9 +147,12 @@ pub struct SegmentReader<R> {
 struct Rows {
     pending: VecDeque<Pending>,
     next_id: u64,
-    /// The segments of the instructions in flight, from global row number `ring_base`.
-    ring: VecDeque<Row>,
+    /// The segments of the instructions in flight, from global row number `ring_base`: a
+    /// vector whose given front is cut off now and then (indexing it is one subtraction).
+    ring: Vec<Row>,
     ring_base: u64,
+    /// How many rows at the front of `ring` are given.
+    ring_given: usize,
     /// Notes by global row number: few rows have any.
     notes: HashMap<u64, String>,
     /// Stage names as first seen in the text, their [`short_key`]s, and their index.
@@ -287,7 +306,7 @@ impl Rows {
                 }
                 let stage = self.stage_index(name);
                 let at = self.ring_base + self.ring.len() as u64;
-                self.ring.push_back(Row {
+                self.ring.push(Row {
                     lane,
                     start: cycle,
                     end: NONE,
@@ -381,25 +400,32 @@ impl Rows {
                     }
                 };
                 let c = &mut self.columns;
+                if row.end == NONE {
+                    c.open.push(c.id.len());
+                }
+                if !self.notes.is_empty() {
+                    if let Some(notes) = self.notes.remove(&at) {
+                        c.notes.push((c.id.len(), notes));
+                    }
+                }
                 c.id.push(id);
                 c.thread.push(p.thread);
                 c.lane.push(row.lane);
                 c.stage.push(stage);
                 c.start.push(row.start);
-                c.end.push((row.end != NONE).then_some(row.end));
-                if !self.notes.is_empty() {
-                    if let Some(notes) = self.notes.remove(&at) {
-                        c.notes.push_str(&notes);
-                    }
-                }
-                c.notes_end.push(c.notes.len());
+                c.end.push(if row.end == NONE { 0 } else { row.end });
                 self.row(at).given = true;
                 at = row.next;
             }
         }
-        while self.ring.front().is_some_and(|row| row.given) {
-            self.ring.pop_front();
-            self.ring_base += 1;
+        while self.ring.get(self.ring_given).is_some_and(|row| row.given) {
+            self.ring_given += 1;
+        }
+        // Cut when the given front is most of the vector: each row is moved about once.
+        if self.ring_given > 1024 && self.ring_given * 2 > self.ring.len() {
+            self.ring.drain(..self.ring_given);
+            self.ring_base += self.ring_given as u64;
+            self.ring_given = 0;
         }
     }
 }
@@ -412,10 +438,10 @@ fn short_key(name: &str) -> u128 {
     if bytes.len() > 15 {
         return 0;
     }
-    let mut packed = [0u8; 16];
-    packed[..bytes.len()].copy_from_slice(bytes);
-    packed[15] = bytes.len() as u8;
-    u128::from_le_bytes(packed)
+    // The length above the bytes: names of different lengths differ in that byte.
+    bytes
+        .iter()
+        .fold(bytes.len() as u128, |key, &b| key << 8 | u128::from(b))
 }
 
 fn not_canonical(line: u64, what: impl std::fmt::Display) -> Error {
@@ -445,10 +471,14 @@ mod tests {
                 c.thread.push(insn.thread);
                 c.lane.push(s.lane);
                 c.stage.push(stage as u32);
+                if s.end.is_none() {
+                    c.open.push(c.id.len() - 1);
+                }
+                if !s.notes.is_empty() {
+                    c.notes.push((c.id.len() - 1, s.notes.clone()));
+                }
                 c.start.push(s.start);
-                c.end.push(s.end);
-                c.notes.push_str(&s.notes);
-                c.notes_end.push(c.notes.len());
+                c.end.push(s.end.unwrap_or(0));
             }
         }
         c.stage_names = names;
@@ -552,7 +582,7 @@ mod tests {
             check(&text);
             let c = SegmentReader::new(&text[..]).read_all().unwrap();
             seen.0 |= !c.notes.is_empty();
-            seen.1 |= c.end.contains(&None);
+            seen.1 |= !c.open.is_empty();
             seen.2 |= c.lane.iter().any(|&l| l > 0);
             seen.3 |= c.thread.iter().any(|&t| t > 0);
         }
