@@ -43,7 +43,6 @@
 //! ```
 
 use std::collections::VecDeque;
-use std::hash::{Hash, Hasher};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
@@ -52,7 +51,6 @@ use std::thread::JoinHandle;
 use std::time::Instant;
 
 use kanata_writer::Summary;
-use rustc_hash::FxHasher;
 
 use crate::convert::{check_level, convert_into, output_compression, Destination, Options, Report};
 use crate::diag::Diagnostics;
@@ -251,20 +249,37 @@ fn reader_gone() -> Error {
     Error::new(ErrorKind::Io, "the trace reader is gone")
 }
 
-/// The instructions given on the direct path before it gave up: how many, and a digest of
-/// them in order. The digest is a fast one (every instruction of a canonical trace goes
-/// through it), not a cryptographic one: it tells a conversion that changed the first
-/// instructions from one that did not, for inputs that were not made to fool it.
+/// The instructions given on the direct path before it gave up: how many. The conversion's
+/// first instructions must be those: [`read_converted`] checks them one by one against the
+/// file read directly again (the same reading, which gives the same instructions), so the
+/// direct path keeps nothing of what it gives and a fallback costs one more reading of the
+/// file's canonical start.
 #[derive(Default)]
 struct Given {
     count: u64,
-    digest: FxHasher,
+    /// What was given, when it is not the direct reading of the file (tests).
+    listed: Option<Vec<Instruction>>,
 }
 
 impl Given {
-    fn add(&mut self, insn: &Instruction) {
+    fn add(&mut self, _insn: &Instruction) {
         self.count += 1;
-        insn.hash(&mut self.digest);
+    }
+
+    /// The instructions given, in order: listed, or the direct reading of `input` again.
+    fn replay(self, input: &Path) -> Box<dyn Iterator<Item = Instruction> + Send> {
+        if let Some(listed) = self.listed {
+            return Box::new(listed.into_iter());
+        }
+        if self.count == 0 {
+            return Box::new(std::iter::empty());
+        }
+        // A file that cannot be read again gives nothing: the check then fails.
+        let Ok(opened) = input::open(input) else {
+            return Box::new(std::iter::empty());
+        };
+        let insns = Instructions::new(BufReader::with_capacity(READ_BUFFER, opened.reader));
+        Box::new(insns.map_while(Result::ok).take(self.count as usize))
     }
 }
 
@@ -472,7 +487,9 @@ fn read_converted(
         at: 0,
     };
     let mut insns = Instructions::new(text);
-    let mut skipped = Given::default();
+    let given_count = given.count;
+    let mut replay = given.replay(input);
+    let mut skipped = 0;
     let mut stopped = false;
     let mut failed = None;
     while let Some(insn) = insns.next() {
@@ -483,10 +500,10 @@ fn read_converted(
                 break;
             }
         };
-        if skipped.count < given.count {
-            skipped.add(&insn);
-            if skipped.count == given.count && skipped.digest.finish() != given.digest.finish() {
-                failed = Some(diverged(input, given.count));
+        if skipped < given_count {
+            skipped += 1;
+            if replay.next().as_ref() != Some(&insn) {
+                failed = Some(diverged(input, given_count));
                 break;
             }
             continue;
@@ -510,8 +527,8 @@ fn read_converted(
     if stopped {
         return Err(reader_gone());
     }
-    if skipped.count < given.count {
-        return Err(diverged(input, given.count));
+    if skipped < given_count {
+        return Err(diverged(input, given_count));
     }
     if !out.send(start_cycle, last_cycle) {
         return Err(reader_gone());
@@ -866,10 +883,12 @@ mod tests {
         let path = sample("sloppy.log");
         let options = Options::new(Destination::Check);
         let (first, _) = converted(&path, &options);
-        let mut given = Given::default();
         let mut changed = first[0].clone();
         changed.sim_id += 1;
-        given.add(&changed);
+        let given = Given {
+            count: 1,
+            listed: Some(vec![changed]),
+        };
         let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
         let worker = std::thread::spawn(move || {
             read_converted(&path, &options, given, &mut BatchSender::new(sender))
@@ -890,8 +909,10 @@ mod tests {
         // The same start given: the rest follows.
         let path = sample("sloppy.log");
         let options = Options::new(Destination::Check);
-        let mut given = Given::default();
-        given.add(&first[0]);
+        let given = Given {
+            count: 1,
+            listed: Some(vec![first[0].clone()]),
+        };
         let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
         let worker = std::thread::spawn(move || {
             read_converted(&path, &options, given, &mut BatchSender::new(sender))

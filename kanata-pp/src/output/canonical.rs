@@ -1781,6 +1781,7 @@ fn open_segment(stages: &mut [Segment], lane: u64) -> Option<&mut Segment> {
 
 /// The live instruction `id` names among `pending` (file ids from `base` to `next_id`), or
 /// the error for `what` line `line`.
+#[inline(always)]
 fn live<'p>(
     pending: &'p mut VecDeque<Instruction>,
     base: u64,
@@ -1789,21 +1790,24 @@ fn live<'p>(
     line: u64,
     what: &str,
 ) -> Result<&'p mut Instruction, Error> {
-    let state = if id >= next_id {
-        "which has not begun"
-    } else if id < base {
-        "which has ended"
-    } else {
+    if id < next_id && id >= base {
         let index = (id - base) as usize;
         if pending[index].end.is_none() {
             return Ok(&mut pending[index]);
         }
-        "which has ended"
+    }
+    Err(not_live(id >= next_id, id, line, what))
+}
+
+/// The error of a line that names instruction `id`, which is not live: it has not begun,
+/// or it has ended.
+#[cold]
+fn not_live(not_begun: bool, id: u64, line: u64, what: &str) -> Error {
+    let state = match not_begun {
+        true => "which has not begun",
+        false => "which has ended",
     };
-    Err(not_canonical(
-        line,
-        format!("{what} line names instruction {id}, {state}"),
-    ))
+    not_canonical(line, format!("{what} line names instruction {id}, {state}"))
 }
 
 impl<R: BufRead> Iterator for Instructions<R> {
