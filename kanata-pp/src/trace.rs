@@ -47,6 +47,7 @@ use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
@@ -56,7 +57,7 @@ use crate::convert::{check_level, convert_into, output_compression, Destination,
 use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
 use crate::input::{self, detect};
-use crate::output::canonical::{Instruction, Instructions};
+use crate::output::canonical::{Instruction, Instructions, SPARES};
 use crate::output::segments::{SegmentColumns, SegmentReader};
 use crate::Format;
 
@@ -85,10 +86,13 @@ pub fn open(input: &Path, options: &Options) -> Result<TraceReader, Error> {
     options.progress = false;
     let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
     let input: PathBuf = input.to_owned();
+    let spares = Arc::new(Mutex::new(Vec::new()));
+    let worker_spares = Arc::clone(&spares);
     let worker = std::thread::Builder::new()
         .name("kanata-trace".to_owned())
         .spawn(move || {
             let mut out = BatchSender::new(sender);
+            out.spares = worker_spares;
             let given = match may_read_directly(&input, &options) {
                 true => match read_directly(&input, &options, &mut out) {
                     Ok(report) => return Ok(report),
@@ -108,6 +112,7 @@ pub fn open(input: &Path, options: &Options) -> Result<TraceReader, Error> {
         worker: Some(worker),
         outcome: None,
         failed: false,
+        spares,
     })
 }
 
@@ -126,6 +131,8 @@ pub struct TraceReader {
     outcome: Option<Result<Report, Error>>,
     /// An error was given: the iterator has ended.
     failed: bool,
+    /// Instructions given back ([`recycle`](Self::recycle)), for the reading thread.
+    spares: Arc<Mutex<Vec<Instruction>>>,
 }
 
 impl TraceReader {
@@ -156,6 +163,17 @@ impl TraceReader {
         self.outcome
             .take()
             .unwrap_or_else(|| Err(Error::new(ErrorKind::Io, "the conversion was lost")))
+    }
+
+    /// Gives back instructions that were read and are no longer needed: the reading thread
+    /// makes later ones in their memory ([`Instructions::recycle`]) instead of allocating,
+    /// and they are not freed on this thread, against the allocator's lock of the reading
+    /// thread's memory (what the Python bindings do with every instruction Python drops).
+    /// At most [`SPARES`] wait; more are dropped here.
+    pub fn recycle(&self, insns: impl IntoIterator<Item = Instruction>) {
+        let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
+        let room = SPARES.saturating_sub(spares.len());
+        spares.extend(insns.into_iter().take(room));
     }
 
     fn note(&mut self, batch: &Batch) {
@@ -216,6 +234,10 @@ struct Batch {
 struct BatchSender {
     sender: SyncSender<Batch>,
     insns: Vec<Instruction>,
+    /// The instructions the [`TraceReader`] gives back.
+    spares: Arc<Mutex<Vec<Instruction>>>,
+    /// A batch was sent since the spares were last taken.
+    sent: bool,
 }
 
 impl BatchSender {
@@ -223,6 +245,20 @@ impl BatchSender {
         BatchSender {
             sender,
             insns: Vec::with_capacity(BATCH),
+            spares: Arc::default(),
+            sent: false,
+        }
+    }
+
+    /// Moves the instructions given back into `insns`, once a batch has gone since the
+    /// last time (they come back a batch at a time).
+    fn recycle_into<R: BufRead>(&mut self, insns: &mut Instructions<R>) {
+        if !std::mem::take(&mut self.sent) {
+            return;
+        }
+        let spares = std::mem::take(&mut *self.spares.lock().unwrap_or_else(|e| e.into_inner()));
+        for insn in spares {
+            insns.recycle(insn);
         }
     }
 
@@ -240,6 +276,7 @@ impl BatchSender {
             start_cycle,
             last_cycle,
         };
+        self.sent = true;
         self.sender.send(batch).is_ok()
     }
 }
@@ -348,6 +385,7 @@ fn read_directly(
             None => summary.left_open += 1,
         }
         held.push_back(insn);
+        out.recycle_into(&mut insns);
         let cycle = insns.reader().cycle();
         let start_cycle = insns.start_cycle();
         if !give(
@@ -512,6 +550,7 @@ fn read_converted(
             stopped = true;
             break;
         }
+        out.recycle_into(&mut insns);
     }
     let (start_cycle, last_cycle) = (insns.start_cycle(), insns.last_cycle());
     // Dropping the text ends a conversion that is still writing.

@@ -1512,6 +1512,9 @@ pub struct Dependency {
     pub kind: u64,
 }
 
+/// The most instructions [`Instructions::recycle`] keeps.
+pub const SPARES: usize = 4096;
+
 /// One whole instruction, as [`Instructions`] yields it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Instruction {
@@ -1583,6 +1586,8 @@ struct Assembly {
     next_id: u64,
     /// The segments of the instruction retired last: what a new one is given room for.
     stages_hint: usize,
+    /// Instructions given back ([`Instructions::recycle`]), made into new ones.
+    spares: Vec<Instruction>,
 }
 
 impl<R: BufRead> Instructions<R> {
@@ -1633,6 +1638,17 @@ impl<R: BufRead> Instructions<R> {
         self.reader.into_inner()
     }
 
+    /// Gives back an instruction that was yielded and is no longer needed: a later one is
+    /// made in its place, in the memory of its strings and vectors, instead of new memory.
+    /// A reader that hands instructions to another thread, which would free them there
+    /// (against the allocator's lock of this thread's memory), can have them sent back
+    /// instead. At most [`SPARES`] are kept; more are dropped.
+    pub fn recycle(&mut self, insn: Instruction) {
+        if self.assembly.spares.len() < SPARES {
+            self.assembly.spares.push(insn);
+        }
+    }
+
     /// Reads commands into the pending instructions until the oldest one has ended; false
     /// at the end of the input.
     fn step(&mut self) -> Result<bool, Error> {
@@ -1660,19 +1676,36 @@ impl Assembly {
                         format!("an I line has id {id}, expected {}", self.next_id),
                     ));
                 }
-                self.pending.push_back(Instruction {
-                    id,
-                    sim_id,
-                    thread,
-                    begin: cycle,
-                    end: None,
-                    retire: None,
-                    name: String::new(),
-                    detail: String::new(),
-                    // As many as the previous instruction had: one allocation, mostly.
-                    stages: Vec::with_capacity(self.stages_hint),
-                    deps: Vec::new(),
-                });
+                let insn = match self.spares.pop() {
+                    // A used one: its strings and vectors keep their memory.
+                    Some(mut insn) => {
+                        insn.id = id;
+                        insn.sim_id = sim_id;
+                        insn.thread = thread;
+                        insn.begin = cycle;
+                        insn.end = None;
+                        insn.retire = None;
+                        insn.name.clear();
+                        insn.detail.clear();
+                        insn.stages.clear();
+                        insn.deps.clear();
+                        insn
+                    }
+                    None => Instruction {
+                        id,
+                        sim_id,
+                        thread,
+                        begin: cycle,
+                        end: None,
+                        retire: None,
+                        name: String::new(),
+                        detail: String::new(),
+                        // As many as the previous instruction had: one allocation, mostly.
+                        stages: Vec::with_capacity(self.stages_hint),
+                        deps: Vec::new(),
+                    },
+                };
+                self.pending.push_back(insn);
                 self.next_id += 1;
             }
             Command::Label { id, kind, text } => {
