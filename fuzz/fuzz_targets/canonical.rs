@@ -140,8 +140,17 @@ fuzz_target!(|data: &[u8]| {
     }
     assert!(insns.next().is_none());
 
-    // The columns: the same rows, or the same first error.
-    match SegmentReader::new(data).read_all() {
+    // The columns: the same rows, or the same first error; on two threads, the same as on
+    // one.
+    let one = SegmentReader::new(data).read_all();
+    let two = SegmentReader::new(std::io::BufReader::with_capacity(16, data))
+        .read_all_on_two_threads();
+    match (&one, &two) {
+        (Ok(one), Ok(two)) => assert_eq!(one, two, "two threads give other rows"),
+        (Err(one), Err(two)) => assert_eq!(one.to_string(), two.to_string()),
+        _ => panic!("two threads differ from one: {one:?} against {two:?}"),
+    }
+    match one {
         Ok(c) => {
             assert!(whole, "SegmentReader accepts what Instructions does not");
             let rows: Vec<_> = (0..c.len())

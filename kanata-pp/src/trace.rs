@@ -434,7 +434,8 @@ fn read_directly(
 /// instructions give them, when `input` is canonical and would be read directly (no window,
 /// no repair asked for, a file); `None` otherwise, or if any line turns out not to be
 /// canonical: then [`open`] is the way, and says what is wrong, if anything. For a table of
-/// every segment, this is several times faster than making the instructions.
+/// every segment, this is several times faster than making the instructions. The lines are
+/// read on a thread of their own ([`SegmentReader::read_all_on_two_threads`]).
 pub fn segment_columns(input: &Path, options: &Options) -> Option<SegmentColumns> {
     if !may_read_directly(input, options) {
         return None;
@@ -448,7 +449,7 @@ pub fn segment_columns(input: &Path, options: &Options) -> Option<SegmentColumns
         return None;
     }
     SegmentReader::new(BufReader::with_capacity(READ_BUFFER, opened.reader))
-        .read_all()
+        .read_all_on_two_threads()
         .ok()
 }
 
