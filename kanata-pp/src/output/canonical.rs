@@ -1655,7 +1655,7 @@ impl<R: BufRead> Instructions<R> {
         let assembly = &mut self.assembly;
         self.reader.read_each(|event| {
             assembly.apply(event)?;
-            Ok(!assembly.pending.front().is_some_and(|p| p.end.is_some()))
+            Ok(assembly.pending.front().is_none_or(|p| p.end.is_none()))
         })
     }
 }
