@@ -731,7 +731,7 @@ impl<R: BufRead> CanonicalReader<R> {
     /// The events, errors, lines and cycles are those of calling
     /// [`next_command`](Self::next_command) until it gives `None`, but the lines are read a
     /// buffer at a time: every whole line in the input's buffer is parsed where it is, the
-    /// common ones (see [`parse_common`]) in one pass that also finds the line's end, so
+    /// common ones (plain numbers, ASCII text) in one pass that also finds the line's end, so
     /// a line costs no search for its LF and no call on the input. This is the way to read a
     /// whole file ([`Instructions`] and
     /// [`SegmentReader`](crate::output::segments::SegmentReader) read through it).

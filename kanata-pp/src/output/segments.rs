@@ -197,7 +197,7 @@ impl<R: BufRead> SegmentReader<R> {
     }
 
     /// [`read_all`](Self::read_all) on two threads: the lines are read and parsed on a thread
-    /// of its own, which hands them over in [`Op`]s (what the segments need of a line: ids,
+    /// of its own, which hands them over in small ops (what the segments need of a line: ids,
     /// lane, interned stage, time, line number), a few thousand at a time; this thread
     /// assembles the segments into the columns. Both halves take about as long, so on a
     /// machine with a core to spare this takes a little more than half the time. The rows and
