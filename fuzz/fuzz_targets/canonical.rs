@@ -1,6 +1,7 @@
 //! The reader of canonical Kanata on arbitrary bytes: `LineParser` at its three depths
 //! (`line`, `skim`, `skim_stages`), `CanonicalReader` and `Instructions`, and the one-pass
-//! reading of common lines against the checked parser; `SegmentReader`'s columns against
+//! reading of common lines against the checked parser; `read_each` against `next_command`;
+//! `SegmentReader`'s columns against
 //! the segments of `Instructions`.
 #![no_main]
 
@@ -72,6 +73,39 @@ fuzz_target!(|data: &[u8]| {
         );
     }
 
+    // Reading a buffer at a time (`read_each`, stopped now and then) gives the events and
+    // the first error of reading a line at a time, over a small buffer and a whole one.
+    let mut one_by_one = Vec::new();
+    let mut reader = CanonicalReader::new(data);
+    for _ in 0..=data.len() + 1 {
+        match reader.next_command() {
+            Ok(Some(event)) => one_by_one.push(format!("{event:?}")),
+            Ok(None) => break,
+            Err(err) => {
+                one_by_one.push(err.to_string());
+                break;
+            }
+        }
+    }
+    for capacity in [5, 1 << 16] {
+        let mut reader = CanonicalReader::new(std::io::BufReader::with_capacity(capacity, data));
+        let mut each = Vec::new();
+        for _ in 0..=data.len() + 1 {
+            match reader.read_each(|event| {
+                each.push(format!("{event:?}"));
+                Ok(each.len() % 5 != 0)
+            }) {
+                Ok(true) => {}
+                Ok(false) => break,
+                Err(err) => {
+                    each.push(err.to_string());
+                    break;
+                }
+            }
+        }
+        assert_eq!(each, one_by_one, "read_each differs from next_command");
+    }
+
     // Whole instructions: at most one per `I` line, then the end (after an error too).
     let mut insns = Instructions::new(data);
     let mut whole = true;
@@ -106,8 +140,17 @@ fuzz_target!(|data: &[u8]| {
     }
     assert!(insns.next().is_none());
 
-    // The columns: the same rows, or the same first error.
-    match SegmentReader::new(data).read_all() {
+    // The columns: the same rows, or the same first error; on two threads, the same as on
+    // one.
+    let one = SegmentReader::new(data).read_all();
+    let two = SegmentReader::new(std::io::BufReader::with_capacity(16, data))
+        .read_all_on_two_threads();
+    match (&one, &two) {
+        (Ok(one), Ok(two)) => assert_eq!(one, two, "two threads give other rows"),
+        (Err(one), Err(two)) => assert_eq!(one.to_string(), two.to_string()),
+        _ => panic!("two threads differ from one: {one:?} against {two:?}"),
+    }
+    match one {
         Ok(c) => {
             assert!(whole, "SegmentReader accepts what Instructions does not");
             let rows: Vec<_> = (0..c.len())
@@ -118,7 +161,7 @@ fuzz_target!(|data: &[u8]| {
                         c.lane[r],
                         c.stage_names[c.stage[r] as usize].clone(),
                         c.start[r],
-                        c.end[r],
+                        c.end_of(r),
                         c.notes_of(r).to_owned(),
                     )
                 })

@@ -4,10 +4,10 @@
 //! assembled into whole instructions) and with [`kanata_pp::trace::open`] (what rendering and
 //! Python read through: on a canonical file, `Instructions` on a thread of its own) and with
 //! [`SegmentReader`] (the stage segments as columns, what Python's `table()` reads a whole
-//! canonical file through).
+//! canonical file through: on two threads, `segments`, or on one, `segments1`).
 //!
 //! ```text
-//! cargo run --release -p kanata-pp --example read_bench -- lines|insns|trace|segments TRACE.kanata
+//! cargo run --release -p kanata-pp --example read_bench -- lines|insns|trace|segments|segments1 TRACE.kanata
 //! ```
 //!
 //! It prints the pass's seconds, the lines or instructions and the rate.
@@ -23,7 +23,7 @@ use kanata_pp::output::segments::SegmentReader;
 fn main() -> Result<(), Box<dyn Error>> {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let [what, path] = &args[..] else {
-        return Err("usage: read_bench lines|insns|trace|segments TRACE.kanata".into());
+        return Err("usage: read_bench lines|insns|trace|segments|segments1 TRACE.kanata".into());
     };
     let input = BufReader::with_capacity(1 << 16, File::open(path)?);
     let started = Instant::now();
@@ -56,10 +56,19 @@ fn main() -> Result<(), Box<dyn Error>> {
             (count, "instructions")
         }
         "segments" => {
+            let columns = SegmentReader::new(input).read_all_on_two_threads()?;
+            (columns.len() as u64, "segments")
+        }
+        "segments1" => {
             let columns = SegmentReader::new(input).read_all()?;
             (columns.len() as u64, "segments")
         }
-        _ => return Err(format!("unknown pass `{what}`: lines, insns, trace or segments").into()),
+        _ => {
+            return Err(format!(
+                "unknown pass `{what}`: lines, insns, trace, segments or segments1"
+            )
+            .into())
+        }
     };
     let seconds = started.elapsed().as_secs_f64();
     println!(

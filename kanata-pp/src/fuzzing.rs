@@ -53,9 +53,17 @@ pub fn convert_bytes(
 /// Whether the canonical reader's one-pass reading of common lines agrees with its checked
 /// parser on `line` (one line after line 2, without its LF): it declines the line, or reads
 /// exactly what the checked parser reads.
+/// The reading of a line in a block (`parse_common_at`, what `CanonicalReader::read_each`
+/// reads with) agrees with `parse_common` on it too.
 pub fn common_line_agrees(line: &[u8]) -> bool {
-    use crate::output::canonical::{parse_checked, parse_common};
-    parse_common(line).is_none_or(|common| parse_checked(line, 3).ok() == Some(common))
+    use crate::output::canonical::{parse_checked, parse_common, parse_common_at};
+    let common = parse_common(line);
+    let in_block = line.contains(&b'\n') || {
+        let mut block = line.to_vec();
+        block.push(b'\n');
+        parse_common_at(&block, 0) == common.map(|command| (command, block.len()))
+    };
+    in_block && common.is_none_or(|common| parse_checked(line, 3).ok() == Some(common))
 }
 
 #[cfg(test)]

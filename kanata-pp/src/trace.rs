@@ -43,22 +43,21 @@
 //! ```
 
 use std::collections::VecDeque;
-use std::hash::{Hash, Hasher};
 use std::io::{self, BufRead, BufReader, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Instant;
 
 use kanata_writer::Summary;
-use rustc_hash::FxHasher;
 
 use crate::convert::{check_level, convert_into, output_compression, Destination, Options, Report};
 use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
 use crate::input::{self, detect};
-use crate::output::canonical::{Instruction, Instructions};
+use crate::output::canonical::{Instruction, Instructions, SPARES};
 use crate::output::segments::{SegmentColumns, SegmentReader};
 use crate::Format;
 
@@ -87,10 +86,13 @@ pub fn open(input: &Path, options: &Options) -> Result<TraceReader, Error> {
     options.progress = false;
     let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
     let input: PathBuf = input.to_owned();
+    let spares = Arc::new(Mutex::new(Vec::new()));
+    let worker_spares = Arc::clone(&spares);
     let worker = std::thread::Builder::new()
         .name("kanata-trace".to_owned())
         .spawn(move || {
             let mut out = BatchSender::new(sender);
+            out.spares = worker_spares;
             let given = match may_read_directly(&input, &options) {
                 true => match read_directly(&input, &options, &mut out) {
                     Ok(report) => return Ok(report),
@@ -110,6 +112,7 @@ pub fn open(input: &Path, options: &Options) -> Result<TraceReader, Error> {
         worker: Some(worker),
         outcome: None,
         failed: false,
+        spares,
     })
 }
 
@@ -128,6 +131,8 @@ pub struct TraceReader {
     outcome: Option<Result<Report, Error>>,
     /// An error was given: the iterator has ended.
     failed: bool,
+    /// Instructions given back ([`recycle`](Self::recycle)), for the reading thread.
+    spares: Arc<Mutex<Vec<Instruction>>>,
 }
 
 impl TraceReader {
@@ -158,6 +163,17 @@ impl TraceReader {
         self.outcome
             .take()
             .unwrap_or_else(|| Err(Error::new(ErrorKind::Io, "the conversion was lost")))
+    }
+
+    /// Gives back instructions that were read and are no longer needed: the reading thread
+    /// makes later ones in their memory ([`Instructions::recycle`]) instead of allocating,
+    /// and they are not freed on this thread, against the allocator's lock of the reading
+    /// thread's memory (what the Python bindings do with every instruction Python drops).
+    /// At most [`SPARES`] wait; more are dropped here.
+    pub fn recycle(&self, insns: impl IntoIterator<Item = Instruction>) {
+        let mut spares = self.spares.lock().unwrap_or_else(|e| e.into_inner());
+        let room = SPARES.saturating_sub(spares.len());
+        spares.extend(insns.into_iter().take(room));
     }
 
     fn note(&mut self, batch: &Batch) {
@@ -218,6 +234,10 @@ struct Batch {
 struct BatchSender {
     sender: SyncSender<Batch>,
     insns: Vec<Instruction>,
+    /// The instructions the [`TraceReader`] gives back.
+    spares: Arc<Mutex<Vec<Instruction>>>,
+    /// A batch was sent since the spares were last taken.
+    sent: bool,
 }
 
 impl BatchSender {
@@ -225,6 +245,20 @@ impl BatchSender {
         BatchSender {
             sender,
             insns: Vec::with_capacity(BATCH),
+            spares: Arc::default(),
+            sent: false,
+        }
+    }
+
+    /// Moves the instructions given back into `insns`, once a batch has gone since the
+    /// last time (they come back a batch at a time).
+    fn recycle_into<R: BufRead>(&mut self, insns: &mut Instructions<R>) {
+        if !std::mem::take(&mut self.sent) {
+            return;
+        }
+        let spares = std::mem::take(&mut *self.spares.lock().unwrap_or_else(|e| e.into_inner()));
+        for insn in spares {
+            insns.recycle(insn);
         }
     }
 
@@ -242,6 +276,7 @@ impl BatchSender {
             start_cycle,
             last_cycle,
         };
+        self.sent = true;
         self.sender.send(batch).is_ok()
     }
 }
@@ -251,20 +286,37 @@ fn reader_gone() -> Error {
     Error::new(ErrorKind::Io, "the trace reader is gone")
 }
 
-/// The instructions given on the direct path before it gave up: how many, and a digest of
-/// them in order. The digest is a fast one (every instruction of a canonical trace goes
-/// through it), not a cryptographic one: it tells a conversion that changed the first
-/// instructions from one that did not, for inputs that were not made to fool it.
+/// The instructions given on the direct path before it gave up: how many. The conversion's
+/// first instructions must be those: [`read_converted`] checks them one by one against the
+/// file read directly again (the same reading, which gives the same instructions), so the
+/// direct path keeps nothing of what it gives and a fallback costs one more reading of the
+/// file's canonical start.
 #[derive(Default)]
 struct Given {
     count: u64,
-    digest: FxHasher,
+    /// What was given, when it is not the direct reading of the file (tests).
+    listed: Option<Vec<Instruction>>,
 }
 
 impl Given {
-    fn add(&mut self, insn: &Instruction) {
+    fn add(&mut self, _insn: &Instruction) {
         self.count += 1;
-        insn.hash(&mut self.digest);
+    }
+
+    /// The instructions given, in order: listed, or the direct reading of `input` again.
+    fn replay(self, input: &Path) -> Box<dyn Iterator<Item = Instruction> + Send> {
+        if let Some(listed) = self.listed {
+            return Box::new(listed.into_iter());
+        }
+        if self.count == 0 {
+            return Box::new(std::iter::empty());
+        }
+        // A file that cannot be read again gives nothing: the check then fails.
+        let Ok(opened) = input::open(input) else {
+            return Box::new(std::iter::empty());
+        };
+        let insns = Instructions::new(BufReader::with_capacity(READ_BUFFER, opened.reader));
+        Box::new(insns.map_while(Result::ok).take(self.count as usize))
     }
 }
 
@@ -333,6 +385,7 @@ fn read_directly(
             None => summary.left_open += 1,
         }
         held.push_back(insn);
+        out.recycle_into(&mut insns);
         let cycle = insns.reader().cycle();
         let start_cycle = insns.start_cycle();
         if !give(
@@ -381,7 +434,8 @@ fn read_directly(
 /// instructions give them, when `input` is canonical and would be read directly (no window,
 /// no repair asked for, a file); `None` otherwise, or if any line turns out not to be
 /// canonical: then [`open`] is the way, and says what is wrong, if anything. For a table of
-/// every segment, this is several times faster than making the instructions.
+/// every segment, this is several times faster than making the instructions. The lines are
+/// read on a thread of their own ([`SegmentReader::read_all_on_two_threads`]).
 pub fn segment_columns(input: &Path, options: &Options) -> Option<SegmentColumns> {
     if !may_read_directly(input, options) {
         return None;
@@ -395,7 +449,7 @@ pub fn segment_columns(input: &Path, options: &Options) -> Option<SegmentColumns
         return None;
     }
     SegmentReader::new(BufReader::with_capacity(READ_BUFFER, opened.reader))
-        .read_all()
+        .read_all_on_two_threads()
         .ok()
 }
 
@@ -472,7 +526,9 @@ fn read_converted(
         at: 0,
     };
     let mut insns = Instructions::new(text);
-    let mut skipped = Given::default();
+    let given_count = given.count;
+    let mut replay = given.replay(input);
+    let mut skipped = 0;
     let mut stopped = false;
     let mut failed = None;
     while let Some(insn) = insns.next() {
@@ -483,10 +539,10 @@ fn read_converted(
                 break;
             }
         };
-        if skipped.count < given.count {
-            skipped.add(&insn);
-            if skipped.count == given.count && skipped.digest.finish() != given.digest.finish() {
-                failed = Some(diverged(input, given.count));
+        if skipped < given_count {
+            skipped += 1;
+            if replay.next().as_ref() != Some(&insn) {
+                failed = Some(diverged(input, given_count));
                 break;
             }
             continue;
@@ -495,6 +551,7 @@ fn read_converted(
             stopped = true;
             break;
         }
+        out.recycle_into(&mut insns);
     }
     let (start_cycle, last_cycle) = (insns.start_cycle(), insns.last_cycle());
     // Dropping the text ends a conversion that is still writing.
@@ -510,8 +567,8 @@ fn read_converted(
     if stopped {
         return Err(reader_gone());
     }
-    if skipped.count < given.count {
-        return Err(diverged(input, given.count));
+    if skipped < given_count {
+        return Err(diverged(input, given_count));
     }
     if !out.send(start_cycle, last_cycle) {
         return Err(reader_gone());
@@ -668,7 +725,7 @@ mod tests {
                                 c.lane[r],
                                 c.stage_names[c.stage[r] as usize].clone(),
                                 c.start[r],
-                                c.end[r],
+                                c.end_of(r),
                                 c.notes_of(r).to_owned(),
                             )
                         })
@@ -866,10 +923,12 @@ mod tests {
         let path = sample("sloppy.log");
         let options = Options::new(Destination::Check);
         let (first, _) = converted(&path, &options);
-        let mut given = Given::default();
         let mut changed = first[0].clone();
         changed.sim_id += 1;
-        given.add(&changed);
+        let given = Given {
+            count: 1,
+            listed: Some(vec![changed]),
+        };
         let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
         let worker = std::thread::spawn(move || {
             read_converted(&path, &options, given, &mut BatchSender::new(sender))
@@ -890,8 +949,10 @@ mod tests {
         // The same start given: the rest follows.
         let path = sample("sloppy.log");
         let options = Options::new(Destination::Check);
-        let mut given = Given::default();
-        given.add(&first[0]);
+        let given = Given {
+            count: 1,
+            listed: Some(vec![first[0].clone()]),
+        };
         let (sender, receiver) = mpsc::sync_channel(BATCHES_IN_FLIGHT);
         let worker = std::thread::spawn(move || {
             read_converted(&path, &options, given, &mut BatchSender::new(sender))

@@ -1,6 +1,7 @@
 """The performance goals of issue 15, side by side in one run (figures in BENCHMARKS.md).
 
     python kanata-pp/python/benches/bench.py [--insns 1000000] [--rounds 5]
+    python kanata-pp/python/benches/bench.py --trace big.kanata [--rounds 5]   # 2. and 3. only
 
 1. Writer: time per event of `kanata_trace.Writer` against a plain Python writer that formats
    the same lines with f-strings into a buffered file without any checking, on the same
@@ -170,7 +171,12 @@ def main():
     parser.add_argument("--insns", type=int, default=1_000_000)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--writer-only", action="store_true")
+    parser.add_argument("--trace", help="measure read() and table() of this canonical trace only")
     args = parser.parse_args()
+    if args.trace:
+        insns = sum(1 for line in open(args.trace, "rb") if line.startswith(b"I\t"))
+        read_and_table(args.trace, insns, args.rounds)
+        return
     tmp = tempfile.mkdtemp(prefix="kt-bench-")
     events = event_stream(min(args.insns, 200_000))
     print(f"writer: {len(events):,} events")
@@ -191,8 +197,13 @@ def main():
     events = event_stream(args.insns, seed=2)
     run_kanata_trace(events, big)
     del events
+    read_and_table(big, args.insns, args.rounds)
+
+
+def read_and_table(big, insns, rounds):
+    """read() and table() of the canonical trace `big`, of `insns` instructions."""
     size = os.path.getsize(big)
-    print(f"read/table: {args.insns:,} instructions, {size / 1e6:.0f} MB of canonical text")
+    print(f"read/table: {insns:,} instructions, {size / 1e6:.0f} MB of canonical text")
 
     def read_only():
         for _ in kt.read(big):
@@ -202,19 +213,19 @@ def main():
         for insn in kt.read(big):
             insn.stages
 
-    r_med, r_best = timed(read_only, args.rounds)
-    print(f"  read()               {args.insns / r_med / 1e6:7.2f} M insns/s (best {args.insns / r_best / 1e6:.2f})")
-    s_med, s_best = timed(read_stages, args.rounds)
-    print(f"  read() + .stages     {args.insns / s_med / 1e6:7.2f} M insns/s (best {args.insns / s_best / 1e6:.2f})")
+    r_med, r_best = timed(read_only, rounds)
+    print(f"  read()               {insns / r_med / 1e6:7.2f} M insns/s (best {insns / r_best / 1e6:.2f})")
+    s_med, s_best = timed(read_stages, rounds)
+    print(f"  read() + .stages     {insns / s_med / 1e6:7.2f} M insns/s (best {insns / s_best / 1e6:.2f})")
     try:
         import pyarrow  # noqa: F401
     except ImportError:
         print("  table(): pyarrow is not installed")
         return
     segments = kt.table(big).num_rows
-    t_med, t_best = timed(lambda: kt.table(big), args.rounds)
+    t_med, t_best = timed(lambda: kt.table(big), rounds)
     print(f"  table()              {segments / t_med / 1e6:7.2f} M segments/s (best {segments / t_best / 1e6:.2f}), {segments:,} segments")
-    c_med, _ = timed(lambda: kt.stats(big), args.rounds)
+    c_med, _ = timed(lambda: kt.stats(big), rounds)
     print(f"  for scale: stats()   {segments / c_med / 1e6:7.2f} M segments/s (the conversion alone)")
 
 

@@ -44,6 +44,15 @@ enum Column {
         names: Vec<String>,
         index: HashMap<String, i32>,
     },
+    /// 64-bit integers made by the reader of segments as `u64`: handed over as they are,
+    /// since an `i64` column holds the same bytes (`x as i64`); `valid` as in `Int`.
+    Words {
+        data: Vec<u64>,
+        valid: Option<Vec<u8>>,
+        nulls: usize,
+    },
+    /// Dictionary codes made by the reader of segments as `u32` (fewer than 2^31 names).
+    Codes { codes: Vec<u32>, names: Vec<String> },
 }
 
 fn set_bit(bits: &mut Vec<u8>, at: usize, value: bool) {
@@ -151,6 +160,8 @@ impl Column {
             Column::Bool { len, .. } => *len,
             Column::Text { offsets, .. } => offsets.len() - 1,
             Column::Dict { codes, .. } => codes.len(),
+            Column::Words { data, .. } => data.len(),
+            Column::Codes { codes, .. } => codes.len(),
         }
     }
 
@@ -187,6 +198,22 @@ impl Column {
                 0usize,
             )
                 .into_pyobject(py),
+            Column::Words { data, valid, nulls } => (
+                "int64",
+                n,
+                hand(py, Held::Words(data))?,
+                valid.map(|v| hand(py, Held::Bytes(v))).transpose()?,
+                nulls,
+            )
+                .into_pyobject(py),
+            Column::Codes { codes, names } => (
+                "dictionary",
+                n,
+                hand(py, Held::Unsigned(codes))?,
+                PyList::new(py, names)?,
+                0usize,
+            )
+                .into_pyobject(py),
         }
     }
 
@@ -219,6 +246,20 @@ impl Column {
                     names.iter().map(|n| PyString::new(py, n)).collect();
                 PyList::new(py, codes.iter().map(|&c| names[c as usize].clone()))
             }
+            Column::Words { data, valid, .. } => match valid {
+                None => PyList::new(py, data.iter().map(|&v| v as i64)),
+                Some(bits) => PyList::new(
+                    py,
+                    data.iter()
+                        .enumerate()
+                        .map(|(i, &v)| (bits[i / 8] >> (i % 8) & 1 == 1).then_some(v as i64)),
+                ),
+            },
+            Column::Codes { codes, names } => {
+                let names: Vec<Bound<'py, PyString>> =
+                    names.iter().map(|n| PyString::new(py, n)).collect();
+                PyList::new(py, codes.iter().map(|&c| names[c as usize].clone()))
+            }
         }
     }
 }
@@ -234,6 +275,8 @@ enum Held {
     Bytes(Vec<u8>),
     Ints(Vec<i64>),
     Codes(Vec<i32>),
+    Words(Vec<u64>),
+    Unsigned(Vec<u32>),
 }
 
 /// `(address, size, owner)` of `held`, in Arrow's little-endian layout.
@@ -243,12 +286,16 @@ fn hand(py: Python<'_>, mut held: Held) -> PyResult<Bound<'_, PyTuple>> {
             Held::Bytes(_) => {}
             Held::Ints(v) => v.iter_mut().for_each(|x| *x = x.to_le()),
             Held::Codes(v) => v.iter_mut().for_each(|x| *x = x.to_le()),
+            Held::Words(v) => v.iter_mut().for_each(|x| *x = x.to_le()),
+            Held::Unsigned(v) => v.iter_mut().for_each(|x| *x = x.to_le()),
         }
     }
     let (address, size) = match &held {
         Held::Bytes(v) => (v.as_ptr() as usize, v.len()),
         Held::Ints(v) => (v.as_ptr() as usize, v.len() * 8),
         Held::Codes(v) => (v.as_ptr() as usize, v.len() * 4),
+        Held::Words(v) => (v.as_ptr() as usize, v.len() * 8),
+        Held::Unsigned(v) => (v.as_ptr() as usize, v.len() * 4),
     };
     // Moving the vector into the object moves its handle, not its values: the address holds.
     let owner = Bound::new(py, Memory(held))?;
@@ -318,64 +365,57 @@ impl Columns {
         Columns { names, columns }
     }
 
-    /// The segment columns of [`kanata_pp::trace::segment_columns`], as `push` makes them.
+    /// The segment columns of [`kanata_pp::trace::segment_columns`], the rows `push` makes,
+    /// taken as they are: only the validity of `end` (when a stage is open at the end) and
+    /// the offsets of `notes` are made here.
     fn of_segments(c: SegmentColumns) -> Columns {
-        let ints = |v: Vec<u64>| Column::Int {
-            data: v.into_iter().map(|x| x as i64).collect(),
+        let words = |data: Vec<u64>| Column::Words {
+            data,
             valid: None,
             nulls: 0,
         };
         let rows = c.len();
-        let nulls = c.end.iter().filter(|e| e.is_none()).count();
-        let valid = (nulls > 0).then(|| {
-            let mut bits = vec![0u8; rows.div_ceil(8)];
-            for (at, end) in c.end.iter().enumerate() {
-                if end.is_some() {
-                    bits[at / 8] |= 1 << (at % 8);
-                }
+        let valid = (!c.open.is_empty()).then(|| {
+            let mut bits = vec![0xffu8; rows.div_ceil(8)];
+            for &at in &c.open {
+                bits[at / 8] &= !(1 << (at % 8));
             }
             bits
         });
-        let end = Column::Int {
-            data: c.end.iter().map(|e| e.map_or(0, |e| e as i64)).collect(),
+        let end = Column::Words {
+            data: c.end,
             valid,
-            nulls,
+            nulls: c.open.len(),
         };
-        let notes = if c.notes.contains("\\n") {
-            let mut offsets = Vec::with_capacity(rows + 1);
-            let mut data = Vec::with_capacity(c.notes.len());
-            offsets.push(0);
+        // Without notes, the offsets are zeros: memory the allocator gives zeroed, not
+        // written here.
+        let mut offsets = vec![0i64; rows + 1];
+        let mut data = Vec::new();
+        if !c.notes.is_empty() {
+            let mut notes = c.notes.iter().peekable();
             for row in 0..rows {
-                data.extend_from_slice(shown(c.notes_of(row)).as_bytes());
-                offsets.push(data.len() as i64);
+                if let Some((_, text)) = notes.next_if(|(at, _)| *at == row) {
+                    data.extend_from_slice(shown(text).as_bytes());
+                }
+                offsets[row + 1] = data.len() as i64;
             }
-            Column::Text { offsets, data }
-        } else {
-            let mut offsets = Vec::with_capacity(rows + 1);
-            offsets.push(0);
-            offsets.extend(c.notes_end.iter().map(|&e| e as i64));
-            Column::Text {
-                offsets,
-                data: c.notes.into_bytes(),
-            }
-        };
+        }
         let mut columns = Columns::new(Per::Segment);
         columns.columns = vec![
-            ints(c.id),
+            words(c.id),
             Column::Int {
                 data: c.thread,
                 valid: None,
                 nulls: 0,
             },
-            ints(c.lane),
-            Column::Dict {
-                codes: c.stage.into_iter().map(|s| s as i32).collect(),
+            words(c.lane),
+            Column::Codes {
+                codes: c.stage,
                 names: c.stage_names,
-                index: HashMap::new(),
             },
-            ints(c.start),
+            words(c.start),
             end,
-            notes,
+            Column::Text { offsets, data },
         ];
         columns
     }

@@ -351,12 +351,7 @@ impl LineParser {
         let start = self.start.unwrap_or(0);
         let command = parse(bytes, self.line)?;
         if let Command::Step(step) = command {
-            self.advance(step).ok_or_else(|| {
-                not_canonical(
-                    self.line,
-                    "the simulator's cycle goes past the largest signed 64-bit number",
-                )
-            })?;
+            self.advance(step).ok_or_else(|| self.past_i64())?;
         }
         Ok(Some(Event {
             line: self.line,
@@ -523,6 +518,15 @@ impl LineParser {
         })
     }
 
+    /// The error for the latest line, a step past the largest simulator cycle.
+    #[cold]
+    fn past_i64(&self) -> Error {
+        not_canonical(
+            self.line,
+            "the simulator's cycle goes past the largest signed 64-bit number",
+        )
+    }
+
     /// The error for the latest line, whose command or ids cannot be read.
     #[cold]
     fn unreadable(&self, bytes: &[u8]) -> Error {
@@ -603,6 +607,10 @@ pub struct CanonicalReader<R> {
     /// Bytes of the input's buffer the current line takes, LF included: consumed before the
     /// next line is read (the current line borrows them until then).
     unconsumed: usize,
+    /// Bytes at the start of the input's buffer known to be whole lines (up to the last LF
+    /// in it), which [`read_each`](Self::read_each) reads on without searching again; 0
+    /// when not known.
+    whole: usize,
     /// What the lines so far say.
     parser: LineParser,
     /// The input ended (or an error was returned): nothing more is read.
@@ -628,6 +636,7 @@ impl<R: BufRead> CanonicalReader<R> {
             input,
             buf: Vec::new(),
             unconsumed: 0,
+            whole: 0,
             parser,
             ended: false,
             complete: false,
@@ -642,6 +651,8 @@ impl<R: BufRead> CanonicalReader<R> {
     /// [`ErrorKind::Input`], naming the line, for a line that is not canonical;
     /// [`ErrorKind::Io`] when reading fails.
     pub fn next_command(&mut self) -> Result<Option<Event<'_>>, Error> {
+        // It reads from the front of the buffer: what `read_each` knew of it is forgotten.
+        self.whole = 0;
         if self.ended {
             return Ok(None);
         }
@@ -711,6 +722,153 @@ impl<R: BufRead> CanonicalReader<R> {
         self.input.consume(self.unconsumed);
         self.input
     }
+
+    /// Reads the lines that follow and hands each one's event to `each`, until `each`
+    /// returns `false` (the reader stops after that line: call again to read on) or the
+    /// input ends. Returns `true` when `each` stopped it, `false` at the end of the input
+    /// (or after an error, once returned).
+    ///
+    /// The events, errors, lines and cycles are those of calling
+    /// [`next_command`](Self::next_command) until it gives `None`, but the lines are read a
+    /// buffer at a time: every whole line in the input's buffer is parsed where it is, the
+    /// common ones (plain numbers, ASCII text) in one pass that also finds the line's end, so
+    /// a line costs no search for its LF and no call on the input. This is the way to read a
+    /// whole file ([`Instructions`] and
+    /// [`SegmentReader`](crate::output::segments::SegmentReader) read through it).
+    ///
+    /// ```
+    /// use kanata_pp::output::canonical::{CanonicalReader, Command};
+    ///
+    /// let text = &b"Kanata\t0004\nC=\t0\nI\t0\t7\t0\nC\t2\nR\t0\t0\t0\n"[..];
+    /// let mut reader = CanonicalReader::new(text);
+    /// let mut steps = 0;
+    /// let stopped = reader.read_each(|event| {
+    ///     steps += u64::from(matches!(event.command, Command::Step(_)));
+    ///     Ok(!matches!(event.command, Command::Retire { .. }))
+    /// })?;
+    /// assert!(stopped); // at the R, the last line
+    /// assert!(!reader.read_each(|_| Ok(true))?); // the end
+    /// assert_eq!((steps, reader.cycle(), reader.last_cycle()), (1, 2, Some(2)));
+    /// # Ok::<(), kanata_pp::error::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`next_command`](Self::next_command), and the errors of `each`, which end the
+    /// reading too.
+    pub fn read_each(
+        &mut self,
+        mut each: impl FnMut(Event<'_>) -> Result<bool, Error>,
+    ) -> Result<bool, Error> {
+        loop {
+            if self.ended {
+                return Ok(false);
+            }
+            if self.parser.lines() >= 2 {
+                match self.read_block(&mut each) {
+                    Block::Read => continue,
+                    Block::Stopped => return Ok(true),
+                    Block::Failed(error) => {
+                        self.ended = true;
+                        return Err(error);
+                    }
+                    // The line crosses the end of the buffer, or the input ends.
+                    Block::NoLine => {}
+                }
+            }
+            let Some(event) = self.next_command()? else {
+                return Ok(false);
+            };
+            match each(event) {
+                Ok(true) => {}
+                Ok(false) => return Ok(true),
+                Err(error) => {
+                    self.ended = true;
+                    return Err(error);
+                }
+            }
+        }
+    }
+
+    /// [`read_each`](Self::read_each) over the whole lines in the input's buffer.
+    #[inline(always)]
+    fn read_block(&mut self, each: &mut impl FnMut(Event<'_>) -> Result<bool, Error>) -> Block {
+        self.input.consume(std::mem::take(&mut self.unconsumed));
+        let parser = &mut self.parser;
+        let block = match self.input.fill_buf() {
+            Ok(block) => block,
+            Err(error) => return Block::Failed(Error::from(error).with_line(parser.line + 1)),
+        };
+        if self.whole == 0 {
+            // Searched once per buffer, not once per call: `each` may stop after any line.
+            match memchr::memrchr(b'\n', block) {
+                Some(last) => self.whole = last + 1,
+                None => return Block::NoLine,
+            }
+        }
+        let block = &block[..self.whole];
+        let start = parser.start.unwrap_or(0);
+        let mut sim = sim_cycle(start, parser.cycle);
+        let mut at = 0;
+        let mut outcome = Block::Read;
+        while at < block.len() {
+            parser.line += 1;
+            let (command, next) = match parse_common_at(block, at) {
+                Some(parsed) => parsed,
+                None => {
+                    // The block ends with an LF.
+                    let end = memchr::memchr(b'\n', &block[at..]).map_or(block.len(), |lf| at + lf);
+                    match parse_checked(&block[at..end], parser.line) {
+                        Ok(command) => (command, end + 1),
+                        Err(error) => {
+                            outcome = Block::Failed(error);
+                            at = end + 1;
+                            break;
+                        }
+                    }
+                }
+            };
+            at = next;
+            if let Command::Step(step) = command {
+                if parser.advance(step).is_none() {
+                    outcome = Block::Failed(parser.past_i64());
+                    break;
+                }
+                sim = sim_cycle(start, parser.cycle);
+            }
+            let event = Event {
+                line: parser.line,
+                cycle: parser.cycle,
+                sim_cycle: sim,
+                command,
+            };
+            match each(event) {
+                Ok(true) => {}
+                Ok(false) => {
+                    outcome = Block::Stopped;
+                    break;
+                }
+                Err(error) => {
+                    outcome = Block::Failed(error);
+                    break;
+                }
+            }
+        }
+        self.input.consume(at);
+        self.whole -= at;
+        outcome
+    }
+}
+
+/// How [`CanonicalReader::read_block`] ended.
+enum Block {
+    /// Every line of the buffer was read.
+    Read,
+    /// `each` stopped the reading.
+    Stopped,
+    /// An error, of the text or of `each`.
+    Failed(Error),
+    /// No whole line in the buffer: the next one crosses its end, or the input has ended.
+    NoLine,
 }
 
 /// Reads line `line` of `input` without its LF, where it is in the input's buffer when it
@@ -1041,6 +1199,148 @@ pub(crate) fn parse_common(bytes: &[u8]) -> Option<Command<'_>> {
     })
 }
 
+/// [`parse_common`] of the line that starts at `at` in `block`, which ends with an LF:
+/// the command and where the next line starts. It reads each field once and finds the
+/// line's end on the way (the last field ends at the LF), so it accepts exactly the lines
+/// `parse_common` accepts, with their LF (`canonical_common_lines_read_in_blocks` and the
+/// `canonical` fuzz target hold it to that). No index goes past the LF: every scan stops
+/// at the first byte it does not take, and none takes an LF.
+#[inline(always)]
+pub(crate) fn parse_common_at(block: &[u8], at: usize) -> Option<(Command<'_>, usize)> {
+    let command = block[at];
+    if command == b'\n' || block[at + 1] != b'\t' {
+        return None;
+    }
+    let at = at + 2;
+    Some(match command {
+        b'S' | b'E' => {
+            let (id, at) = field_at(block, at)?;
+            let (lane, at) = field_at(block, at)?;
+            let mut end = at;
+            while block[end] > b' ' && block[end] < 0x7f {
+                end += 1;
+            }
+            if end == at || block[end] != b'\n' {
+                return None;
+            }
+            let name = std::str::from_utf8(&block[at..end]).ok()?;
+            let command = if command == b'S' {
+                Command::StageStart { id, lane, name }
+            } else {
+                Command::StageEnd { id, lane, name }
+            };
+            (command, end + 1)
+        }
+        b'C' => match last_at(block, at)? {
+            (0, _) => return None,
+            (step, next) => (Command::Step(step), next),
+        },
+        b'L' => {
+            let (id, at) = field_at(block, at)?;
+            let kind = match block[at] {
+                b'0' => LabelKind::Name,
+                b'1' => LabelKind::Detail,
+                b'2' => LabelKind::StageNote,
+                _ => return None,
+            };
+            if block[at + 1] != b'\t' {
+                return None;
+            }
+            let at = at + 2;
+            let mut end = at;
+            while (b' '..0x7f).contains(&block[end]) {
+                end += 1;
+            }
+            if end == at || block[end] != b'\n' {
+                return None;
+            }
+            // ASCII without control characters: UTF-8 with no TAB and no CR.
+            let text = std::str::from_utf8(&block[at..end]).ok()?;
+            (Command::Label { id, kind, text }, end + 1)
+        }
+        b'I' => {
+            let (id, at) = field_at(block, at)?;
+            let (sim_id, at) = field_at(block, at)?;
+            let (thread, next) = last_at(block, at)?;
+            let command = Command::Insn {
+                id,
+                sim_id: i128::from(sim_id),
+                thread: i64::try_from(thread).ok()?,
+            };
+            (command, next)
+        }
+        b'R' => {
+            let (id, at) = field_at(block, at)?;
+            let (retire_id, at) = field_at(block, at)?;
+            let flushed = match block[at] {
+                b'0' => false,
+                b'1' => true,
+                _ => return None,
+            };
+            if block[at + 1] != b'\n' {
+                return None;
+            }
+            let command = Command::Retire {
+                id,
+                retire_id: i64::try_from(retire_id).ok()?,
+                flushed,
+            };
+            (command, at + 2)
+        }
+        b'W' => {
+            let (consumer, at) = field_at(block, at)?;
+            let (producer, at) = field_at(block, at)?;
+            let (kind, next) = last_at(block, at)?;
+            let command = Command::Dep {
+                consumer,
+                producer,
+                kind,
+            };
+            (command, next)
+        }
+        _ => return None,
+    })
+}
+
+/// The plain decimal (as [`parse_u64`] reads it) at `at` in `block`, and the index of the
+/// byte after its digits.
+#[inline(always)]
+fn number_at(block: &[u8], at: usize) -> Option<(u64, usize)> {
+    let first = block[at].wrapping_sub(b'0');
+    if first > 9 {
+        return None;
+    }
+    // A leading 0 is the whole number: a digit after it is refused by the caller, which
+    // wants a TAB or an LF there.
+    if first == 0 {
+        return Some((0, at + 1));
+    }
+    let mut value = u64::from(first);
+    let mut at = at + 1;
+    loop {
+        let digit = block[at].wrapping_sub(b'0');
+        if digit > 9 {
+            return Some((value, at));
+        }
+        value = value.checked_mul(10)?.checked_add(u64::from(digit))?;
+        at += 1;
+    }
+}
+
+/// A number and its TAB: the value and where the next field starts.
+#[inline(always)]
+fn field_at(block: &[u8], at: usize) -> Option<(u64, usize)> {
+    let (value, at) = number_at(block, at)?;
+    (block[at] == b'\t').then_some((value, at + 1))
+}
+
+/// The last number of a line and its LF: the value and where the next line starts.
+#[inline(always)]
+fn last_at(block: &[u8], at: usize) -> Option<(u64, usize)> {
+    let (value, at) = number_at(block, at)?;
+    (block[at] == b'\n').then_some((value, at + 1))
+}
+
 /// A stage name of printable ASCII without spaces (what [`stage_name`] accepts, and
 /// almost every name is), or `None`.
 #[inline]
@@ -1212,6 +1512,9 @@ pub struct Dependency {
     pub kind: u64,
 }
 
+/// The most instructions [`Instructions::recycle`] keeps.
+pub const SPARES: usize = 4096;
+
 /// One whole instruction, as [`Instructions`] yields it.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Instruction {
@@ -1267,6 +1570,15 @@ pub struct Instruction {
 #[derive(Debug)]
 pub struct Instructions<R> {
     reader: CanonicalReader<R>,
+    assembly: Assembly,
+    /// The input ended (or failed): only `pending` is left.
+    ended: bool,
+    failed: bool,
+}
+
+/// The instructions [`Instructions`] is assembling.
+#[derive(Debug, Default)]
+struct Assembly {
     /// The instructions not yielded yet, from file id `next_id - pending.len()`. The open
     /// segment of a lane, if any, is the lane's latest segment.
     pending: VecDeque<Instruction>,
@@ -1274,9 +1586,8 @@ pub struct Instructions<R> {
     next_id: u64,
     /// The segments of the instruction retired last: what a new one is given room for.
     stages_hint: usize,
-    /// The input ended (or failed): only `pending` is left.
-    ended: bool,
-    failed: bool,
+    /// Instructions given back ([`Instructions::recycle`]), made into new ones.
+    spares: Vec<Instruction>,
 }
 
 impl<R: BufRead> Instructions<R> {
@@ -1289,9 +1600,7 @@ impl<R: BufRead> Instructions<R> {
     pub fn from_reader(reader: CanonicalReader<R>) -> Instructions<R> {
         Instructions {
             reader,
-            pending: VecDeque::new(),
-            next_id: 0,
-            stages_hint: 0,
+            assembly: Assembly::default(),
             ended: false,
             failed: false,
         }
@@ -1316,7 +1625,7 @@ impl<R: BufRead> Instructions<R> {
 
     /// How many instructions are held: begun and not yielded yet.
     pub fn held(&self) -> usize {
-        self.pending.len()
+        self.assembly.pending.len()
     }
 
     /// The line reader underneath.
@@ -1329,11 +1638,32 @@ impl<R: BufRead> Instructions<R> {
         self.reader.into_inner()
     }
 
-    /// Reads one command into the pending instructions; false at the end of the input.
+    /// Gives back an instruction that was yielded and is no longer needed: a later one is
+    /// made in its place, in the memory of its strings and vectors, instead of new memory.
+    /// A reader that hands instructions to another thread, which would free them there
+    /// (against the allocator's lock of this thread's memory), can have them sent back
+    /// instead. At most [`SPARES`] are kept; more are dropped.
+    pub fn recycle(&mut self, insn: Instruction) {
+        if self.assembly.spares.len() < SPARES {
+            self.assembly.spares.push(insn);
+        }
+    }
+
+    /// Reads commands into the pending instructions until the oldest one has ended; false
+    /// at the end of the input.
     fn step(&mut self) -> Result<bool, Error> {
-        let Some(event) = self.reader.next_command()? else {
-            return Ok(false);
-        };
+        let assembly = &mut self.assembly;
+        self.reader.read_each(|event| {
+            assembly.apply(event)?;
+            Ok(assembly.pending.front().is_none_or(|p| p.end.is_none()))
+        })
+    }
+}
+
+impl Assembly {
+    /// Applies one command to the pending instructions.
+    #[inline(always)]
+    fn apply(&mut self, event: Event<'_>) -> Result<(), Error> {
         let (line, cycle) = (event.line, event.cycle);
         let base = self.next_id - self.pending.len() as u64;
         let next_id = self.next_id;
@@ -1346,19 +1676,36 @@ impl<R: BufRead> Instructions<R> {
                         format!("an I line has id {id}, expected {}", self.next_id),
                     ));
                 }
-                self.pending.push_back(Instruction {
-                    id,
-                    sim_id,
-                    thread,
-                    begin: cycle,
-                    end: None,
-                    retire: None,
-                    name: String::new(),
-                    detail: String::new(),
-                    // As many as the previous instruction had: one allocation, mostly.
-                    stages: Vec::with_capacity(self.stages_hint),
-                    deps: Vec::new(),
-                });
+                let insn = match self.spares.pop() {
+                    // A used one: its strings and vectors keep their memory.
+                    Some(mut insn) => {
+                        insn.id = id;
+                        insn.sim_id = sim_id;
+                        insn.thread = thread;
+                        insn.begin = cycle;
+                        insn.end = None;
+                        insn.retire = None;
+                        insn.name.clear();
+                        insn.detail.clear();
+                        insn.stages.clear();
+                        insn.deps.clear();
+                        insn
+                    }
+                    None => Instruction {
+                        id,
+                        sim_id,
+                        thread,
+                        begin: cycle,
+                        end: None,
+                        retire: None,
+                        name: String::new(),
+                        detail: String::new(),
+                        // As many as the previous instruction had: one allocation, mostly.
+                        stages: Vec::with_capacity(self.stages_hint),
+                        deps: Vec::new(),
+                    },
+                };
+                self.pending.push_back(insn);
                 self.next_id += 1;
             }
             Command::Label { id, kind, text } => {
@@ -1451,7 +1798,7 @@ impl<R: BufRead> Instructions<R> {
                 p.deps.push(Dependency { producer, kind });
             }
         }
-        Ok(true)
+        Ok(())
     }
 }
 
@@ -1467,6 +1814,7 @@ fn open_segment(stages: &mut [Segment], lane: u64) -> Option<&mut Segment> {
 
 /// The live instruction `id` names among `pending` (file ids from `base` to `next_id`), or
 /// the error for `what` line `line`.
+#[inline(always)]
 fn live<'p>(
     pending: &'p mut VecDeque<Instruction>,
     base: u64,
@@ -1475,21 +1823,24 @@ fn live<'p>(
     line: u64,
     what: &str,
 ) -> Result<&'p mut Instruction, Error> {
-    let state = if id >= next_id {
-        "which has not begun"
-    } else if id < base {
-        "which has ended"
-    } else {
+    if id < next_id && id >= base {
         let index = (id - base) as usize;
         if pending[index].end.is_none() {
             return Ok(&mut pending[index]);
         }
-        "which has ended"
+    }
+    Err(not_live(id >= next_id, id, line, what))
+}
+
+/// The error of a line that names instruction `id`, which is not live: it has not begun,
+/// or it has ended.
+#[cold]
+fn not_live(not_begun: bool, id: u64, line: u64, what: &str) -> Error {
+    let state = match not_begun {
+        true => "which has not begun",
+        false => "which has ended",
     };
-    Err(not_canonical(
-        line,
-        format!("{what} line names instruction {id}, {state}"),
-    ))
+    not_canonical(line, format!("{what} line names instruction {id}, {state}"))
 }
 
 impl<R: BufRead> Iterator for Instructions<R> {
@@ -1500,12 +1851,12 @@ impl<R: BufRead> Iterator for Instructions<R> {
             return None;
         }
         loop {
-            let ready = self
-                .pending
+            let pending = &mut self.assembly.pending;
+            let ready = pending
                 .front()
                 .is_some_and(|p| p.end.is_some() || self.ended);
             if ready {
-                return self.pending.pop_front().map(Ok);
+                return pending.pop_front().map(Ok);
             }
             if self.ended {
                 return None;
@@ -1515,7 +1866,7 @@ impl<R: BufRead> Iterator for Instructions<R> {
                 Ok(false) => self.ended = true,
                 Err(error) => {
                     self.failed = true;
-                    self.pending.clear();
+                    self.assembly.pending.clear();
                     return Some(Err(error));
                 }
             }
@@ -2083,6 +2434,67 @@ mod tests {
     /// parser accepts, and reads it the same: on lines made of canonical pieces and of the
     /// near misses around them (leading zeros, signs, spaces, overflows, control bytes,
     /// non-ASCII, missing and extra fields).
+    /// `parse_common_at` reads `line` with its LF, behind another line in a block, as
+    /// `parse_common` reads it, and says where the next line starts.
+    fn common_at_agrees(line: &[u8]) -> bool {
+        if line.contains(&b'\n') {
+            return true;
+        }
+        let mut block = b"C\t1\n".to_vec();
+        block.extend_from_slice(line);
+        block.extend_from_slice(b"\nC\t1\n");
+        let expected = parse_common(line).map(|command| (command, 4 + line.len() + 1));
+        parse_common_at(&block, 4) == expected
+    }
+
+    #[test]
+    fn canonical_common_lines_read_in_blocks() {
+        let sample = include_bytes!("../../../samples/pipeline_sim.kanata");
+        for line in sample.split(|&b| b == b'\n').skip(2) {
+            assert!(common_at_agrees(line), "`{}`", quote(line));
+        }
+        for line in [
+            &b""[..],
+            b"S",
+            b"S\t",
+            b"C\t0",
+            b"C\t01",
+            b"L\t1\t0\t",
+            b"R\t1\t0\t2",
+        ] {
+            assert!(common_at_agrees(line), "`{}`", quote(line));
+            assert!(parse_common(line).is_none());
+        }
+        // read_each gives the events of next_command, over buffers of every size.
+        for seed in 0..50 {
+            let text = random_trace(seed, Some(seed % 2 == 0)).0;
+            let mut expected = Vec::new();
+            let mut reader = CanonicalReader::new(&text[..]);
+            while let Some(event) = reader.next_command().unwrap() {
+                expected.push(format!("{event:?}"));
+            }
+            for capacity in [1, 7, 64, 4096] {
+                let input = std::io::BufReader::with_capacity(capacity, &text[..]);
+                let mut reader = CanonicalReader::new(input);
+                let mut got = Vec::new();
+                let mut calls = 0;
+                // Stopped after every third line, as Instructions stops.
+                while reader
+                    .read_each(|event| {
+                        got.push(format!("{event:?}"));
+                        Ok(got.len() % 3 != 0)
+                    })
+                    .unwrap()
+                {
+                    calls += 1;
+                }
+                assert_eq!(got, expected, "seed {seed}, buffer {capacity}");
+                assert!(calls >= expected.len() / 3);
+                assert!(reader.last_cycle().is_some());
+            }
+        }
+    }
+
     #[test]
     fn canonical_common_lines_read_as_checked() {
         const COMMANDS: &[&[u8]] = &[b"C", b"I", b"L", b"S", b"E", b"R", b"W", b"C=", b"X", b""];
@@ -2127,6 +2539,7 @@ mod tests {
                 line.extend_from_slice(FIELDS[rng.below(FIELDS.len() as u64) as usize]);
             }
             let checked = parse_checked(&line, 9).ok();
+            assert!(common_at_agrees(&line), "`{}`", quote(&line));
             if let Some(common) = parse_common(&line) {
                 assert_eq!(Some(common), checked, "`{}`", quote(&line));
                 accepted += 1;
