@@ -354,6 +354,25 @@ impl Diagnostics {
         }
     }
 
+    /// Whether a report of `rule` made now would only add to its count: its examples are all
+    /// taken and no `--strict` violation waits for one. Once true, true for good (examples are
+    /// only added), so a hot loop may count such reports itself and hand them over with
+    /// [`count`](Self::count).
+    pub(crate) fn counts_only(&self, rule: Rule) -> bool {
+        (!self.strict || self.first_strict.is_some())
+            && self
+                .rules
+                .get(&rule)
+                .is_some_and(|report| report.examples.len() >= self.max_examples)
+    }
+
+    /// Adds `n` reports of `rule` made while [`counts_only`](Self::counts_only) held.
+    pub(crate) fn count(&mut self, rule: Rule, n: u64) {
+        if n > 0 {
+            self.rules.entry(rule).count += n;
+        }
+    }
+
     /// Empty diagnostics with the same settings.
     pub(crate) fn empty_like(&self) -> Diagnostics {
         Diagnostics::new(self.max_examples, self.strict)

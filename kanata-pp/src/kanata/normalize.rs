@@ -191,7 +191,8 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         }
     }
 
-    /// Takes one parsed line; `line` is its text (after any prefix), for Q8.
+    /// Takes one parsed line; `line` is its text (after any prefix), read only when the line
+    /// is not a command (Q3, Q8).
     #[inline(always)]
     pub(crate) fn parsed(
         &mut self,

@@ -131,7 +131,7 @@ impl KanataReader {
 
 /// Where a piece of text sits in a [`Batch`]: in the block of input, or among the texts the
 /// parser rebuilt.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Span {
     start: u32,
     len: u32,
@@ -141,6 +141,7 @@ pub(crate) struct Span {
 /// One line of a batch: its number, its text, and what the parser made of it.
 struct Item {
     number: u64,
+    /// Empty for a command: the normalizer reads the text of other lines only.
     text: Span,
     parsed: Line<Span>,
 }
@@ -486,7 +487,11 @@ fn parse_block(
     let rebuilt = &mut batch.rebuilt;
     let items = &mut batch.items;
     let stop = parse_lines(&block, reader, at, diag, |number, parsed, text, _| {
-        let text = span(text, &block, rebuilt);
+        // The normalizer reads a line's text only when it is not a command (Q3, Q8).
+        let text = match parsed {
+            Line::Command(_) => Span::default(),
+            _ => span(text, &block, rebuilt),
+        };
         let parsed = parsed.map(|piece| span(piece, &block, rebuilt));
         items.push(Item {
             number,
@@ -502,6 +507,20 @@ fn parse_block(
 /// Parses the lines of `block` and hands each to `take` with its number; `Some` when
 /// reading must stop.
 fn parse_lines(
+    block: &[u8],
+    reader: &mut KanataReader,
+    at: &mut Position,
+    diag: &mut Diagnostics,
+    take: impl FnMut(u64, &Line<&[u8]>, &[u8], &mut Diagnostics) -> Result<(), Error>,
+) -> Option<Result<u64, Error>> {
+    let stop = parse_lines_unsettled(block, reader, at, diag, take);
+    reader.parser.settle(diag);
+    stop
+}
+
+/// [`parse_lines`], leaving the reports the parser counts itself with the parser.
+#[inline(always)]
+fn parse_lines_unsettled(
     block: &[u8],
     reader: &mut KanataReader,
     at: &mut Position,
@@ -529,6 +548,8 @@ fn parse_lines(
         if had_cr {
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
+        // By reference, here and on to the normalizer: a copy of the line would load it
+        // wider than the parser stored it, a store-forwarding stall on every line.
         match reader.read(line, number, diag) {
             Ok(None) => {}
             Ok(Some((Line::CycleOutOfRange(cycle), _))) => {
@@ -635,6 +656,27 @@ mod tests {
         assert_eq!(format!("{alone_diag:?}"), format!("{shared_diag:?}"));
         for rule in [Rule::Q1, Rule::Q3, Rule::Q8, Rule::Q9, Rule::Q20] {
             assert!(shared_diag.rules().contains_key(&rule), "{rule:?}");
+        }
+    }
+
+    #[test]
+    fn q1_on_every_line_is_counted_exactly_once_its_examples_are_taken() {
+        // Q1 reports past the examples are counted by the parser and handed over per block:
+        // none may be lost or counted twice, whichever thread parsed the block.
+        let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
+        let mut padded = 0;
+        for id in 0..150_000 {
+            input.extend_from_slice(format!("I\t{id:7}\t{id}\t0\nR\t{id}\t{id}\t0\t\n").as_bytes());
+            padded += 2;
+        }
+        assert!(input.len() > 3 * BLOCK);
+        for sharing in [Sharing::WhenIdle, Sharing::All] {
+            let (output, diag) = convert_sharing(input.clone(), sharing, false);
+            assert!(output.is_ok());
+            let q1 = &diag.rules()[&Rule::Q1];
+            assert_eq!(q1.count, padded, "{sharing:?}");
+            let lines: Vec<u64> = q1.examples.iter().map(|e| e.line).collect();
+            assert_eq!(lines, [3, 4, 5], "{sharing:?}");
         }
     }
 

@@ -20,14 +20,24 @@ struct Number {
     leading_zero: bool,
 }
 
-/// The command of `line` and whether Q1 applies to it (padding or trailing fields), if the
-/// line is one of the common ones.
+/// The repairs a line read here needs: [`Q1`] and [`Q19`] bits.
+pub(super) type Odd = u8;
+/// Padding or trailing fields.
+pub(super) const Q1: Odd = 1;
+/// Fields separated by spaces.
+pub(super) const Q19: Odd = 2;
+
+/// The command of `line` and the repairs it needs, if the line is one of the common ones.
 #[inline(always)]
-pub(super) fn parse(line: &[u8]) -> Option<(Line<&[u8]>, bool)> {
+pub(super) fn parse(line: &[u8]) -> Option<(Line<&[u8]>, Odd)> {
     let first = *line.first()?;
     let (name_end, start) = match line.get(1) {
         Some(b'\t') => (1, false),
         Some(b'=') if first == b'C' && line.get(2) == Some(&b'\t') => (2, true),
+        Some(b' ') => return parse_spaced(line, first, 1, false),
+        Some(b'=') if first == b'C' && line.get(2) == Some(&b' ') => {
+            return parse_spaced(line, first, 2, true)
+        }
         _ => return None,
     };
     let mut at = name_end + 1;
@@ -135,7 +145,149 @@ pub(super) fn parse(line: &[u8]) -> Option<(Line<&[u8]>, bool)> {
         }
         _ => return None,
     };
-    Some((Line::Command(command), odd))
+    Some((Line::Command(command), if odd { Q1 } else { 0 }))
+}
+
+/// [`parse`] of a line whose fields are separated by runs of spaces and that has no TAB
+/// (Q19), as the field-by-field reader splits it: words, and for the last field of `I`,
+/// `S`, `E`, `R` and `W` the rest of the line trimmed, for `L` the rest after one space.
+/// `None` for anything that may need another repair: a leading zero, a sign, white space
+/// other than spaces between the fields, a `/`, a missing or extra field.
+#[inline(never)]
+fn parse_spaced(
+    line: &[u8],
+    first: u8,
+    name_end: usize,
+    start: bool,
+) -> Option<(Line<&[u8]>, Odd)> {
+    if memchr::memchr(b'\t', line).is_some() {
+        return None;
+    }
+    if first != b'L' && memchr::memchr(b'/', line).is_some() {
+        return None;
+    }
+    let mut at = name_end;
+    let id = word_number(line, &mut at)?;
+    let command = match first {
+        b'C' => {
+            spaces(line, &mut at);
+            if at != line.len() {
+                return None;
+            }
+            if start {
+                Command::Start(id)
+            } else {
+                Command::Cycle(id)
+            }
+        }
+        b'I' => {
+            let sim_id = word_number(line, &mut at)?;
+            let thread = last_number(line, at)?;
+            Command::Insn {
+                id,
+                sim_id: SimId::from(i128::from(sim_id)),
+                thread,
+            }
+        }
+        b'S' | b'E' => {
+            let lane = u32::try_from(word_number(line, &mut at)?).ok()?;
+            // The rest of the line after one separator, trimmed: the name may hold spaces.
+            let name = trim(line.get(at + 1..)?);
+            if name.is_empty() {
+                return None;
+            }
+            Command::Stage {
+                end: first == b'E',
+                id,
+                lane,
+                name,
+            }
+        }
+        b'L' => {
+            let kind = word_number(line, &mut at)?;
+            if kind > 2 {
+                return None;
+            }
+            // The text is the rest of the line after one separator, as written.
+            let text = line.get(at + 1..)?;
+            if text.is_empty() {
+                return None;
+            }
+            Command::Label {
+                id,
+                kind: kind as u8,
+                text,
+            }
+        }
+        b'R' => {
+            let retire_id = word_number(line, &mut at)?;
+            let kind = if line[at..].iter().all(|&byte| byte == b' ') {
+                RetireType::Empty
+            } else {
+                RetireType::Value(last_number(line, at)?)
+            };
+            Command::Retire {
+                id,
+                retire_id,
+                kind,
+            }
+        }
+        b'W' => {
+            let producer = word_number(line, &mut at)?;
+            let kind = u32::try_from(last_number(line, at)?).ok()?;
+            Command::Dep {
+                consumer: id,
+                producer,
+                kind,
+            }
+        }
+        _ => return None,
+    };
+    Some((Line::Command(command), Q19))
+}
+
+/// Steps over the spaces at `at`.
+#[inline(always)]
+fn spaces(line: &[u8], at: &mut usize) {
+    *at += super::leading_spaces(&line[*at..]);
+}
+
+/// Reads the word at `at`, after at least one space: 1 to 18 decimal digits without a
+/// leading zero, ended by a space or the end of the line, where `at` is left.
+#[inline(always)]
+fn word_number(line: &[u8], at: &mut usize) -> Option<i64> {
+    if line.get(*at) != Some(&b' ') {
+        return None;
+    }
+    spaces(line, at);
+    let start = *at;
+    let mut value = 0i64;
+    while let Some(&byte) = line.get(*at) {
+        let digit = byte.wrapping_sub(b'0');
+        if digit > 9 {
+            break;
+        }
+        value = value.wrapping_mul(10).wrapping_add(i64::from(digit));
+        *at += 1;
+    }
+    let digits = *at - start;
+    if digits == 0 || digits > 18 || (digits > 1 && line[start] == b'0') {
+        return None;
+    }
+    match line.get(*at) {
+        None | Some(b' ') => Some(value),
+        Some(_) => None,
+    }
+}
+
+/// The last field of a command, the rest of the line after the space at `at`, trimmed: one
+/// number, as [`word_number`] reads it, and nothing after it but spaces.
+#[inline(always)]
+fn last_number(line: &[u8], at: usize) -> Option<i64> {
+    let mut at = at;
+    let value = word_number(line, &mut at)?;
+    spaces(line, &mut at);
+    (at == line.len()).then_some(value)
 }
 
 /// Steps over the TAB at `at`, which must be there.
@@ -171,7 +323,8 @@ fn stage_end(line: &[u8], at: usize) -> Option<usize> {
 #[inline(always)]
 fn trailing(line: &[u8], at: usize) -> Option<bool> {
     let rest = &line[at..];
-    if rest.contains(&b'/') {
+    // Mostly empty or a TAB or two: a loop, not a call to memchr.
+    if rest.iter().any(|&byte| byte == b'/') {
         return None;
     }
     Some(!rest.is_empty())
