@@ -28,13 +28,19 @@ fn pack(name: &[u8]) -> u128 {
     if name.is_empty() || name.len() > 15 {
         return 0;
     }
-    // Shifted in a register: bytes copied to the stack and read back as one value would
-    // stall on store forwarding.
-    let mut packed = (name.len() as u128) << 120;
-    for (at, &byte) in name.iter().enumerate() {
-        packed |= u128::from(byte) << (8 * at);
+    // Shifted in registers: bytes copied to the stack and read back as one value would
+    // stall on store forwarding. Two 64-bit halves, as a shift of a `u128` by a variable
+    // amount is several instructions a byte.
+    let (low, high) = name.split_at(name.len().min(8));
+    let mut low_word = 0u64;
+    for (at, &byte) in low.iter().enumerate() {
+        low_word |= u64::from(byte) << (8 * at);
     }
-    packed
+    let mut high_word = (name.len() as u64) << 56;
+    for (at, &byte) in high.iter().enumerate() {
+        high_word |= u64::from(byte) << (8 * at);
+    }
+    (u128::from(high_word) << 64) | u128::from(low_word)
 }
 
 #[inline]
