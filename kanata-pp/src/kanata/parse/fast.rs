@@ -324,8 +324,10 @@ fn stage_end(line: &[u8], at: usize) -> Option<usize> {
 fn trailing(line: &[u8], at: usize) -> Option<bool> {
     let rest = &line[at..];
     // Mostly empty or a TAB or two: a loop, not a call to memchr.
-    if rest.iter().any(|&byte| byte == b'/') {
-        return None;
+    for &byte in rest {
+        if byte == b'/' {
+            return None;
+        }
     }
     Some(!rest.is_empty())
 }
