@@ -2,8 +2,8 @@
 //!
 //! Every `S` and `E` line names its stage, so the lookup runs on most lines of a log. Logs
 //! name a handful of stages of a few letters; a name of up to 15 bytes is packed with its
-//! length into one `u128` and found in a small direct-mapped table by one compare, before
-//! the general map (which hashes the bytes and compares them) is asked.
+//! length into one `u128` and found in a small open-addressed table, mostly by one compare,
+//! before the general map (which hashes the bytes and compares them) is asked.
 
 use kanata_writer::Stage;
 
@@ -12,12 +12,18 @@ use crate::kanata::ids::IdMap;
 /// Slots of the table of short names (a power of two).
 const SLOTS: usize = 64;
 
+/// Short names the table takes at most: half its slots, so that a probe ends soon.
+const SHORT_NAMES: usize = SLOTS / 2;
+
 /// The stage handles of the names seen so far.
 #[derive(Default)]
 pub(crate) struct StageNames {
-    /// Each short name seen, packed by [`pack`], at the slot its packed value hashes to (the
-    /// last one seen wins a shared slot; the map has them all).
-    short: Vec<(u128, Option<Stage>)>,
+    /// The short names seen (packed by [`pack`]; 0 marks a free slot), each at the first free
+    /// slot from the one its packed value hashes to. Never evicted: two names that shared a
+    /// slot would otherwise push each other out, and a log that alternates them would miss
+    /// on every line.
+    short: Vec<(u128, Stage)>,
+    short_names: usize,
     all: IdMap<Box<[u8]>, Stage>,
 }
 
@@ -54,34 +60,43 @@ impl StageNames {
     #[inline]
     pub(crate) fn get(&mut self, name: &[u8]) -> Option<Stage> {
         let packed = pack(name);
-        if packed != 0 {
-            if let Some(&(key, stage)) = self.short.get(slot(packed)) {
+        if packed != 0 && !self.short.is_empty() {
+            let mut at = slot(packed);
+            loop {
+                let (key, stage) = self.short[at];
                 if key == packed {
-                    return stage;
+                    return Some(stage);
                 }
+                if key == 0 {
+                    break;
+                }
+                at = (at + 1) % SLOTS;
             }
         }
-        let stage = self.all.get(name).copied()?;
-        if packed != 0 {
-            self.remember(packed, stage);
-        }
-        Some(stage)
+        // A long name, a new one, or a short one the full table could not take.
+        self.all.get(name).copied()
     }
 
     /// `name` has the handle `stage`.
     pub(crate) fn insert(&mut self, name: &[u8], stage: Stage) {
         self.all.insert(name.into(), stage);
         let packed = pack(name);
-        if packed != 0 {
-            self.remember(packed, stage);
+        if packed == 0 || self.short_names >= SHORT_NAMES {
+            return;
         }
-    }
-
-    fn remember(&mut self, packed: u128, stage: Stage) {
         if self.short.is_empty() {
-            self.short = vec![(0, None); SLOTS];
+            self.short = vec![(0, stage); SLOTS];
         }
-        self.short[slot(packed)] = (packed, Some(stage));
+        let mut at = slot(packed);
+        while self.short[at].0 != 0 {
+            if self.short[at].0 == packed {
+                self.short[at].1 = stage;
+                return;
+            }
+            at = (at + 1) % SLOTS;
+        }
+        self.short[at] = (packed, stage);
+        self.short_names += 1;
     }
 }
 
