@@ -36,7 +36,7 @@ use std::fs::File;
 use std::io::{BufWriter, Write};
 
 mod common;
-use common::{Counting, Rng};
+use common::{Counting, Rng, SizedOutput};
 
 const STAGES: [&str; 7] = ["IF", "ID", "RN", "DS", "IS", "EX", "WB"];
 const IS: usize = 4;
@@ -238,23 +238,13 @@ fn digits(v: u64) -> usize {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut megabytes = 150u64;
-    let mut output = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--mb" => megabytes = args.next().ok_or("--mb needs a number")?.parse()?,
-            "-o" => output = Some(args.next().ok_or("-o needs a path")?),
-            other => return Err(format!("unknown argument {other:?}").into()),
-        }
-    }
-    let output = output.ok_or("give the output with -o")?;
-    let limit = megabytes * 1_000_000;
+    let SizedOutput {
+        limit,
+        path: output,
+        out,
+    } = SizedOutput::from_args()?;
     let mut w = Writer {
-        out: Counting {
-            inner: BufWriter::with_capacity(1 << 20, File::create(&output)?),
-            written: 0,
-        },
+        out,
         rng: Rng(0x2545_f491_4f6c_dd1d),
         line: String::new(),
     };

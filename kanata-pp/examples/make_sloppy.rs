@@ -12,11 +12,10 @@
 //! cycle after their `R` (Q10), and a stall lane.
 
 use std::error::Error;
-use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 
 mod common;
-use common::{Counting, Rng};
+use common::{Rng, SizedOutput};
 
 const STAGES: [&str; 8] = ["F", "D", "Rn", "Ds", "X", "M", "W", "Cm"];
 
@@ -30,22 +29,11 @@ struct InFlight {
 }
 
 fn main() -> Result<(), Box<dyn Error>> {
-    let mut megabytes = 150u64;
-    let mut output = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        match arg.as_str() {
-            "--mb" => megabytes = args.next().ok_or("--mb needs a number")?.parse()?,
-            "-o" => output = Some(args.next().ok_or("-o needs a path")?),
-            other => return Err(format!("unknown argument {other:?}").into()),
-        }
-    }
-    let output = output.ok_or("give the output with -o")?;
-    let limit = megabytes * 1_000_000;
-    let mut out = Counting {
-        inner: BufWriter::with_capacity(1 << 20, File::create(&output)?),
-        written: 0,
-    };
+    let SizedOutput {
+        limit,
+        path: output,
+        mut out,
+    } = SizedOutput::from_args()?;
     let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     writeln!(out, "Kanata\t0004\t")?;
     writeln!(out, "# written by make_sloppy: a benchmark input")?;

@@ -46,3 +46,43 @@ impl<W: std::io::Write> std::io::Write for Counting<W> {
         self.inner.flush()
     }
 }
+
+/// What a generator sized in megabytes is asked for: `--mb N` (150 by default) and
+/// `-o PATH`.
+// Not every generator takes these arguments.
+#[allow(dead_code)]
+pub struct SizedOutput {
+    /// How many bytes to write, about.
+    pub limit: u64,
+    /// The output path, as given.
+    pub path: String,
+    /// The output file, counting the bytes written.
+    pub out: Counting<std::io::BufWriter<std::fs::File>>,
+}
+
+#[allow(dead_code)]
+impl SizedOutput {
+    /// Reads the command line and creates the output file.
+    pub fn from_args() -> Result<SizedOutput, Box<dyn std::error::Error>> {
+        let mut megabytes = 150u64;
+        let mut path = None;
+        let mut args = std::env::args().skip(1);
+        while let Some(arg) = args.next() {
+            match arg.as_str() {
+                "--mb" => megabytes = args.next().ok_or("--mb needs a number")?.parse()?,
+                "-o" => path = Some(args.next().ok_or("-o needs a path")?),
+                other => return Err(format!("unknown argument {other:?}").into()),
+            }
+        }
+        let path = path.ok_or("give the output with -o")?;
+        let file = std::fs::File::create(&path)?;
+        Ok(SizedOutput {
+            limit: megabytes * 1_000_000,
+            out: Counting {
+                inner: std::io::BufWriter::with_capacity(1 << 20, file),
+                written: 0,
+            },
+            path,
+        })
+    }
+}

@@ -95,22 +95,6 @@ enum Pulled {
 /// at most `canonical::SPARES` wait here, whatever reads them next.
 static SPARES: Mutex<Vec<canonical::Instruction>> = Mutex::new(Vec::new());
 
-/// An instruction that holds no memory, left in an `Instruction` object that is dropped.
-fn emptied() -> canonical::Instruction {
-    canonical::Instruction {
-        id: 0,
-        sim_id: 0,
-        thread: 0,
-        begin: 0,
-        end: None,
-        retire: None,
-        name: String::new(),
-        detail: String::new(),
-        stages: Vec::new(),
-        deps: Vec::new(),
-    }
-}
-
 fn pull(reader: &mut TraceReader, mut batch: VecDeque<canonical::Instruction>) -> Pulled {
     let spares = std::mem::take(&mut *SPARES.lock().unwrap_or_else(|e| e.into_inner()));
     if !spares.is_empty() {
@@ -227,7 +211,8 @@ pub struct Instruction {
 
 impl Drop for Instruction {
     fn drop(&mut self) {
-        let insn = std::mem::replace(&mut self.insn, emptied());
+        // What is left in its place holds no memory.
+        let insn = std::mem::take(&mut self.insn);
         // Never waits: with the lock taken elsewhere, the instruction is freed here.
         if let Ok(mut spares) = SPARES.try_lock() {
             if spares.len() < canonical::SPARES {

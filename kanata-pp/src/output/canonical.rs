@@ -1516,7 +1516,7 @@ pub struct Dependency {
 pub const SPARES: usize = 4096;
 
 /// One whole instruction, as [`Instructions`] yields it.
-#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
 pub struct Instruction {
     /// The file id: Konata's op id, dense from 0.
     pub id: u64,
@@ -1696,13 +1696,9 @@ impl Assembly {
                         sim_id,
                         thread,
                         begin: cycle,
-                        end: None,
-                        retire: None,
-                        name: String::new(),
-                        detail: String::new(),
                         // As many as the previous instruction had: one allocation, mostly.
                         stages: Vec::with_capacity(self.stages_hint),
-                        deps: Vec::new(),
+                        ..Instruction::default()
                     },
                 };
                 self.pending.push_back(insn);

@@ -66,12 +66,7 @@ pub(crate) fn random_trace(
                 sim_id,
                 thread,
                 begin: cycle,
-                end: None,
-                retire: None,
-                name: String::new(),
-                detail: String::new(),
-                stages: Vec::new(),
-                deps: Vec::new(),
+                ..Instruction::default()
             });
             open.push(Vec::new());
             live.push(model.len() - 1);

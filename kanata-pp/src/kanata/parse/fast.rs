@@ -261,16 +261,8 @@ fn word_number(line: &[u8], at: &mut usize) -> Option<i64> {
     }
     spaces(line, at);
     let start = *at;
-    let mut value = 0i64;
-    while let Some(&byte) = line.get(*at) {
-        let digit = byte.wrapping_sub(b'0');
-        if digit > 9 {
-            break;
-        }
-        value = value.wrapping_mul(10).wrapping_add(i64::from(digit));
-        *at += 1;
-    }
-    let digits = *at - start;
+    let (value, digits) = digits_at(&line[start..]);
+    *at += digits;
     if digits == 0 || digits > 18 || (digits > 1 && line[start] == b'0') {
         return None;
     }
@@ -339,10 +331,7 @@ fn trailing(line: &[u8], at: usize) -> Option<bool> {
 fn number(line: &[u8], at: &mut usize) -> Option<Number> {
     let padding = super::leading_spaces(&line[*at..]);
     let start = *at + padding;
-    let (value, digits) = match digits_in_word(&line[start..]) {
-        Some(found) => found,
-        None => digits_bytewise(&line[start..]),
-    };
+    let (value, digits) = digits_at(&line[start..]);
     let mut end = start + digits;
     if digits == 0 || digits > 18 {
         return None;
@@ -364,6 +353,13 @@ fn number(line: &[u8], at: &mut usize) -> Option<Number> {
         odd,
         leading_zero,
     })
+}
+
+/// The value and the number of the decimal digits `bytes` starts with (the value wraps past
+/// 18 digits).
+#[inline(always)]
+fn digits_at(bytes: &[u8]) -> (i64, usize) {
+    digits_in_word(bytes).unwrap_or_else(|| digits_bytewise(bytes))
 }
 
 /// The value and the number of the decimal digits `bytes` starts with, when its first eight
