@@ -351,11 +351,12 @@ pub(crate) fn parse_int(field: &[u8]) -> Option<(i64, bool)> {
 pub(crate) struct LineParser {
     /// Label text rebuilt from several fields (Q9).
     scratch: Vec<u8>,
-    /// Q1 and Q19 apply to nearly every line of some logs: once the diagnostics want no more
-    /// examples of one, the one-pass reader's reports of it are counted here, and handed over
-    /// by [`settle`](Self::settle).
+    /// Q1, Q19 and Q20 apply to nearly every line of some logs: once the diagnostics want no
+    /// more examples of one, the one-pass reader's reports of it are counted here, and handed
+    /// over by [`settle`](Self::settle).
     q1: Tally,
     q19: Tally,
+    q20: Tally,
 }
 
 /// The reports of one rule counted by the parser itself.
@@ -368,11 +369,17 @@ struct Tally {
 impl Tally {
     /// Reports `rule` at `lineno`, or only counts it once its examples are all taken.
     #[inline(always)]
-    fn report(&mut self, rule: Rule, lineno: u64, message: &str, diag: &mut Diagnostics) {
+    fn report(
+        &mut self,
+        rule: Rule,
+        lineno: u64,
+        message: impl FnOnce() -> String,
+        diag: &mut Diagnostics,
+    ) {
         if self.counts_only {
             self.uncounted += 1;
         } else {
-            diag.report(rule, lineno, || message.to_owned());
+            diag.report(rule, lineno, message);
             self.counts_only = diag.counts_only(rule);
         }
     }
@@ -384,6 +391,7 @@ impl LineParser {
             scratch: Vec::new(),
             q1: Tally::default(),
             q19: Tally::default(),
+            q20: Tally::default(),
         }
     }
 
@@ -392,46 +400,74 @@ impl LineParser {
     pub(crate) fn settle(&mut self, diag: &mut Diagnostics) {
         diag.count(Rule::Q1, std::mem::take(&mut self.q1.uncounted));
         diag.count(Rule::Q19, std::mem::take(&mut self.q19.uncounted));
+        diag.count(Rule::Q20, std::mem::take(&mut self.q20.uncounted));
     }
 
     /// The repairs of a command line read in one pass, in the order the field-by-field
     /// reader reports them (the first is the error under `--strict`).
     #[inline(always)]
-    fn report_odd(&mut self, first: u8, odd: fast::Odd, lineno: u64, diag: &mut Diagnostics) {
+    fn report_odd(&mut self, line: &[u8], odd: fast::Odd, lineno: u64, diag: &mut Diagnostics) {
         if odd & fast::Q19 != 0 {
-            self.q19.report(Rule::Q19, lineno, Q19_SPACES, diag);
+            self.q19
+                .report(Rule::Q19, lineno, || Q19_SPACES.to_owned(), diag);
+        }
+        if odd & fast::Q20 != 0 {
+            // The lane as the field-by-field reader shows it, found again only for the
+            // examples.
+            self.q20.report(Rule::Q20, lineno, || odd_lane(line), diag);
         }
         if odd & fast::Q1 != 0 {
-            let message = if first == b'L' { Q1_LABEL } else { Q1_COMMAND };
-            self.q1.report(Rule::Q1, lineno, message, diag);
+            let message = if line[0] == b'L' {
+                Q1_LABEL
+            } else {
+                Q1_COMMAND
+            };
+            self.q1
+                .report(Rule::Q1, lineno, || message.to_owned(), diag);
         }
     }
 
     /// Reads `line` (without its line end). `lineno` is 1-based, for the reports.
-    #[inline(always)]
     pub(crate) fn parse<'a>(
         &'a mut self,
         line: &'a [u8],
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Line<&'a [u8]> {
+        let mut parsed = Line::Blank;
+        self.parse_into(line, lineno, diag, &mut parsed);
+        parsed
+    }
+
+    /// [`parse`](Self::parse) into `out`, where the caller reads it: on the common path,
+    /// the line is never moved as a whole (see [`fast::parse_into`]).
+    #[inline(always)]
+    pub(crate) fn parse_into<'a>(
+        &'a mut self,
+        line: &'a [u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+        out: &mut Line<&'a [u8]>,
+    ) {
         let Some(&first) = line.first() else {
-            return Line::Blank;
+            *out = Line::Blank;
+            return;
         };
         // Commands start with one of `C I L S E R W` right at the line start: test that before
         // anything slower.
         if !matches!(first, b'C' | b'I' | b'L' | b'S' | b'E' | b'R' | b'W' | b'K') {
-            return classify_other(line);
+            *out = classify_other(line);
+            return;
         }
         // The common lines (TAB-separated, numbers plain or padded with spaces) in one pass;
         // anything else, or anything odd, is read field by field.
-        if let Some((parsed, odd)) = fast::parse(line) {
+        if let Some(odd) = fast::parse_into(line, out) {
             if odd != 0 {
-                self.report_odd(first, odd, lineno, diag);
+                self.report_odd(line, odd, lineno, diag);
             }
-            return parsed;
+            return;
         }
-        self.parse_slowly(first, line, lineno, diag)
+        *out = self.parse_slowly(first, line, lineno, diag);
     }
 
     /// [`parse`](Self::parse) of a line that starts with `first`, field by field.
@@ -840,6 +876,22 @@ fn int_field(
     }
 }
 
+/// The Q20 report of a stage line whose lane field (a number) is not written plain, as
+/// [`lane_field`] words it.
+#[cold]
+fn odd_lane(line: &[u8]) -> String {
+    let mut f = Fields::default();
+    split_into(line, &mut f);
+    let shown = trim(f.get(2).unwrap_or_default());
+    let lane = parse_int(shown).map_or(0, |(lane, _)| lane);
+    lane_written_as(shown, lane)
+}
+
+/// Q20's report of a lane `shown` read as `lane`.
+fn lane_written_as(shown: &[u8], lane: i64) -> String {
+    format!("lane {:?} written as {lane}", shown.to_str_lossy())
+}
+
 /// Q20: a lane must be a non-negative decimal; `00` or `+1` is written plain. Padding
 /// around it is Q1's (Konata trims it, so draws the same lane).
 #[inline(always)]
@@ -855,9 +907,8 @@ fn lane_field(
     match parse_int(trimmed).and_then(|(v, canonical)| Some((u32::try_from(v).ok()?, canonical))) {
         Some((lane, true)) => Some(lane),
         Some((lane, false)) => {
-            let shown = trimmed.to_str_lossy().into_owned();
             diag.report(Rule::Q20, lineno, || {
-                format!("lane {shown:?} written as {lane}")
+                lane_written_as(trimmed, i64::from(lane))
             });
             Some(lane)
         }
@@ -992,7 +1043,7 @@ mod tests {
             state ^= state << 17;
             (state % n as u64) as usize
         };
-        let (mut taken, mut taken_spaced) = (0, 0);
+        let (mut taken, mut taken_spaced, mut taken_q20, mut taken_sign) = (0, 0, 0, 0);
         for _ in 0..400_000 {
             let mut line = HEADS[next(HEADS.len())].to_owned();
             line.push('\t');
@@ -1030,15 +1081,20 @@ mod tests {
                 format!("{slow_diag:?}"),
                 "{line:?}"
             );
-            match fast::parse(bytes) {
-                Some((_, odd)) if odd & fast::Q19 != 0 => taken_spaced += 1,
+            match fast::parse_into(bytes, &mut Line::Blank) {
+                Some(odd) if odd & fast::Q19 != 0 => taken_spaced += 1,
                 Some(_) => taken += 1,
-                None => {}
+                None => continue,
             }
+            taken_q20 += usize::from(fast_diag.rules().contains_key(&Rule::Q20));
+            taken_sign += usize::from(line.contains("+1") || line.contains("007"));
         }
         // The pieces make common lines often enough for the comparison to mean something.
         assert!(taken > 25_000, "{taken}");
         assert!(taken_spaced > 10_000, "{taken_spaced}");
+        // Lanes written `00` or `+1` (Q20), numbers written `+1` or `007` (Q1).
+        assert!(taken_q20 > 500, "{taken_q20}");
+        assert!(taken_sign > 1_000, "{taken_sign}");
     }
 
     #[test]

@@ -548,22 +548,34 @@ fn parse_lines_unsettled(
         if had_cr {
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
-        // By reference, here and on to the normalizer: a copy of the line would load it
-        // wider than the parser stored it, a store-forwarding stall on every line.
-        match reader.read(line, number, diag) {
-            Ok(None) => {}
-            Ok(Some((Line::CycleOutOfRange(cycle), _))) => {
+        // The common line (no prefix, past the header) is handed on where the parser built
+        // it, by reference: moved into a result first, it was copied a few bytes at a time
+        // at odd offsets, loads wider than the parser's stores, a store-forwarding stall on
+        // every line (a quarter of the reading thread's time).
+        if reader.prefix.is_none() && !reader.in_header {
+            let mut parsed = Line::Blank;
+            reader.parser.parse_into(line, number, diag, &mut parsed);
+            if let Line::CycleOutOfRange(cycle) = parsed {
                 let message = crate::kanata::parse::cycle_out_of_range(cycle);
                 return Some(Err(Error::at_line(number, message)));
             }
-            // By reference, here and on to the normalizer: a copy of the line would load it
-            // wider than the parser stored it, a store-forwarding stall on every line.
-            Ok(Some((ref parsed, text))) => {
-                if let Err(error) = take(number, parsed, text, diag) {
-                    return Some(Err(error));
-                }
+            if let Err(error) = take(number, &parsed, line, diag) {
+                return Some(Err(error));
             }
-            Err(error) => return Some(Err(error)),
+        } else {
+            match reader.read(line, number, diag) {
+                Ok(None) => {}
+                Ok(Some((Line::CycleOutOfRange(cycle), _))) => {
+                    let message = crate::kanata::parse::cycle_out_of_range(cycle);
+                    return Some(Err(Error::at_line(number, message)));
+                }
+                Ok(Some((ref parsed, text))) => {
+                    if let Err(error) = take(number, parsed, text, diag) {
+                        return Some(Err(error));
+                    }
+                }
+                Err(error) => return Some(Err(error)),
+            }
         }
         // A repair under --strict ends the conversion at the line that needed it.
         if let Some(error) = strict_error(diag) {

@@ -1,78 +1,92 @@
 //! The common lines of a Kanata log read in one pass: a command letter, then TAB-separated
-//! fields whose numbers are plain decimals, padded with spaces or not (Q1), and perhaps
+//! fields (or space-separated ones, Q19) whose numbers are decimals, plain or padded with
+//! spaces, written with a `+` or leading zeros or not (Q1; Q20 for a lane), and perhaps
 //! trailing fields (Q1). That is nearly every line real writers emit, canonical or padded.
 //!
-//! [`parse`] gives exactly what the field-by-field reader in the parent module gives for such
-//! a line, and tells whether Q1 applies; it gives `None` (having reported nothing) for
-//! anything else: a sign, an empty or odd field, a lane written `00` (Q20), a label with a
-//! further TAB (Q9), space-separated fields (Q19), a header or a non-command. The caller then
-//! reads the line the slow way, which reports what it repairs. Lines with a `/` (a possible
-//! trailing comment, Q3) are the caller's to keep from here, labels excepted.
+//! [`parse_into`] gives exactly what the field-by-field reader in the parent module gives for
+//! such a line, and tells which of Q1, Q19 and Q20 apply; it gives `None` (having reported
+//! nothing) for anything else: a minus sign, an empty or odd field, a label with a further
+//! TAB (Q9), a header or a non-command. The caller then reads the line the slow way, which
+//! reports what it repairs. Lines with a `/` (a possible trailing comment, Q3) are the
+//! caller's to keep from here, labels excepted.
 
 use super::{is_space, trim, Command, Line, RetireType, SimId};
 
 /// A number field as [`number`] reads it.
 struct Number {
     value: i64,
-    /// Spaces before or after the digits, or a leading zero: not how canonical text writes it.
-    odd: bool,
-    /// A leading zero (`007`).
-    leading_zero: bool,
+    /// Spaces before or after the number.
+    spaced: bool,
+    /// A `+` or a leading zero (`+5`, `007`): Q1's to report, or for a lane Q20's.
+    signed_or_zero: bool,
 }
 
-/// The repairs a line read here needs: [`Q1`] and [`Q19`] bits.
+impl Number {
+    /// Whether the field is not written as canonical text writes it (Q1).
+    fn odd(&self) -> bool {
+        self.spaced | self.signed_or_zero
+    }
+}
+
+/// The repairs a line read here needs: [`Q1`], [`Q19`] and [`Q20`] bits.
 pub(super) type Odd = u8;
-/// Padding or trailing fields.
+/// Padding, trailing fields, or a number written with a `+` or leading zeros.
 pub(super) const Q1: Odd = 1;
 /// Fields separated by spaces.
 pub(super) const Q19: Odd = 2;
+/// A lane written other than as a plain decimal (`00`, `+1`).
+pub(super) const Q20: Odd = 4;
 
-/// The command of `line` and the repairs it needs, if the line is one of the common ones.
+/// The repairs `line` needs, if it is one of the common lines; its command is then in `out`
+/// (left as it was otherwise).
+///
+/// The command is written where the caller reads it, field by field: returned by value, a
+/// line was moved as a whole, wide loads of bytes the parser had just stored narrowly, a
+/// store-forwarding stall on every line (a quarter of the reading thread's time).
 #[inline(always)]
-pub(super) fn parse(line: &[u8]) -> Option<(Line<&[u8]>, Odd)> {
+pub(super) fn parse_into<'a>(line: &'a [u8], out: &mut Line<&'a [u8]>) -> Option<Odd> {
     let first = *line.first()?;
     let (name_end, start) = match line.get(1) {
         Some(b'\t') => (1, false),
         Some(b'=') if first == b'C' && line.get(2) == Some(&b'\t') => (2, true),
-        Some(b' ') => return parse_spaced(line, first, 1, false),
+        Some(b' ') => return parse_spaced(line, first, 1, false, out),
         Some(b'=') if first == b'C' && line.get(2) == Some(&b' ') => {
-            return parse_spaced(line, first, 2, true)
+            return parse_spaced(line, first, 2, true, out)
         }
         _ => return None,
     };
     let mut at = name_end + 1;
     let id = number(line, &mut at)?;
-    let mut odd = id.odd;
-    let command = match first {
+    let mut odd = id.odd();
+    let mut q20 = false;
+    match first {
         b'C' => {
             // `C <n>`: any further field is ignored (Q1), whatever it holds.
             odd |= trailing(line, at)?;
-            if start {
+            *out = Line::Command(if start {
                 Command::Start(id.value)
             } else {
                 Command::Cycle(id.value)
-            }
+            });
         }
         b'I' => {
             next_field(line, &mut at)?;
             let sim_id = number(line, &mut at)?;
             next_field(line, &mut at)?;
             let thread = number(line, &mut at)?;
-            odd |= sim_id.odd | thread.odd | trailing(line, at)?;
-            Command::Insn {
+            odd |= sim_id.odd() | thread.odd() | trailing(line, at)?;
+            *out = Line::Command(Command::Insn {
                 id: id.value,
                 sim_id: SimId::from(i128::from(sim_id.value)),
                 thread: thread.value,
-            }
+            });
         }
         b'S' | b'E' => {
             next_field(line, &mut at)?;
             let lane = number(line, &mut at)?;
-            // A lane with a leading zero is Q20's, reported by the slow reader.
-            if lane.leading_zero {
-                return None;
-            }
             let lane_value = u32::try_from(lane.value).ok()?;
+            // Padding around a lane is Q1's; a lane written `00` or `+1`, Q20's.
+            q20 = lane.signed_or_zero;
             next_field(line, &mut at)?;
             let field_end = stage_end(line, at)?;
             let field = &line[at..field_end];
@@ -85,13 +99,13 @@ pub(super) fn parse(line: &[u8]) -> Option<(Line<&[u8]>, Odd)> {
             if name.is_empty() {
                 return None;
             }
-            odd |= lane.odd | (name.len() != field.len()) | trailing(line, field_end)?;
-            Command::Stage {
+            odd |= lane.spaced | (name.len() != field.len()) | trailing(line, field_end)?;
+            *out = Line::Command(Command::Stage {
                 end: first == b'E',
                 id: id.value,
                 lane: lane_value,
                 name,
-            }
+            });
         }
         b'L' => {
             next_field(line, &mut at)?;
@@ -105,30 +119,30 @@ pub(super) fn parse(line: &[u8]) -> Option<(Line<&[u8]>, Odd)> {
             if text.is_empty() || memchr::memchr(b'\t', text).is_some() {
                 return None;
             }
-            odd |= kind.odd;
-            Command::Label {
+            odd |= kind.odd();
+            *out = Line::Command(Command::Label {
                 id: id.value,
                 kind: kind.value as u8,
                 text,
-            }
+            });
         }
         b'R' => {
             next_field(line, &mut at)?;
             let retire_id = number(line, &mut at)?;
-            odd |= retire_id.odd;
+            odd |= retire_id.odd();
             let kind = if at < line.len() {
                 next_field(line, &mut at)?;
                 let kind = number(line, &mut at)?;
-                odd |= kind.odd | trailing(line, at)?;
+                odd |= kind.odd() | trailing(line, at)?;
                 RetireType::Value(kind.value)
             } else {
                 RetireType::Empty
             };
-            Command::Retire {
+            *out = Line::Command(Command::Retire {
                 id: id.value,
                 retire_id: retire_id.value,
                 kind,
-            }
+            });
         }
         b'W' => {
             next_field(line, &mut at)?;
@@ -136,114 +150,123 @@ pub(super) fn parse(line: &[u8]) -> Option<(Line<&[u8]>, Odd)> {
             next_field(line, &mut at)?;
             let kind = number(line, &mut at)?;
             let kind_value = u32::try_from(kind.value).ok()?;
-            odd |= producer.odd | kind.odd | trailing(line, at)?;
-            Command::Dep {
+            odd |= producer.odd() | kind.odd() | trailing(line, at)?;
+            *out = Line::Command(Command::Dep {
                 consumer: id.value,
                 producer: producer.value,
                 kind: kind_value,
-            }
+            });
         }
         _ => return None,
-    };
-    Some((Line::Command(command), if odd { Q1 } else { 0 }))
+    }
+    Some(if odd { Q1 } else { 0 } | if q20 { Q20 } else { 0 })
 }
 
-/// [`parse`] of a line whose fields are separated by runs of spaces and that has no TAB
+/// [`parse_into`] of a line whose fields are separated by runs of spaces and that has no TAB
 /// (Q19), as the field-by-field reader splits it: words, and for the last field of `I`,
 /// `S`, `E`, `R` and `W` the rest of the line trimmed, for `L` the rest after one space.
-/// `None` for anything that may need another repair: a leading zero, a sign, white space
-/// other than spaces between the fields, a `/`, a missing or extra field.
+/// `None` for anything that may need another repair: a minus sign, white space other than
+/// spaces between the fields, a `/`, a missing or extra field.
 #[inline(never)]
-fn parse_spaced(
-    line: &[u8],
+fn parse_spaced<'a>(
+    line: &'a [u8],
     first: u8,
     name_end: usize,
     start: bool,
-) -> Option<(Line<&[u8]>, Odd)> {
-    if memchr::memchr(b'\t', line).is_some() {
-        return None;
-    }
-    if first != b'L' && memchr::memchr(b'/', line).is_some() {
+    out: &mut Line<&'a [u8]>,
+) -> Option<Odd> {
+    // A `/` may start a trailing comment (Q3), except in a label.
+    let slash = if first == b'L' { b'\t' } else { b'/' };
+    if memchr::memchr2(b'\t', slash, line).is_some() {
         return None;
     }
     let mut at = name_end;
     let id = word_number(line, &mut at)?;
-    let command = match first {
+    let mut odd = id.signed_or_zero;
+    let mut q20 = false;
+    match first {
         b'C' => {
             spaces(line, &mut at);
             if at != line.len() {
                 return None;
             }
-            if start {
-                Command::Start(id)
+            *out = Line::Command(if start {
+                Command::Start(id.value)
             } else {
-                Command::Cycle(id)
-            }
+                Command::Cycle(id.value)
+            });
         }
         b'I' => {
             let sim_id = word_number(line, &mut at)?;
             let thread = last_number(line, at)?;
-            Command::Insn {
-                id,
-                sim_id: SimId::from(i128::from(sim_id)),
-                thread,
-            }
+            odd |= sim_id.signed_or_zero | thread.signed_or_zero;
+            *out = Line::Command(Command::Insn {
+                id: id.value,
+                sim_id: SimId::from(i128::from(sim_id.value)),
+                thread: thread.value,
+            });
         }
         b'S' | b'E' => {
-            let lane = u32::try_from(word_number(line, &mut at)?).ok()?;
+            let lane = word_number(line, &mut at)?;
+            q20 = lane.signed_or_zero;
             // The rest of the line after one separator, trimmed: the name may hold spaces.
             let name = trim(line.get(at + 1..)?);
             if name.is_empty() {
                 return None;
             }
-            Command::Stage {
+            *out = Line::Command(Command::Stage {
                 end: first == b'E',
-                id,
-                lane,
+                id: id.value,
+                lane: u32::try_from(lane.value).ok()?,
                 name,
-            }
+            });
         }
         b'L' => {
             let kind = word_number(line, &mut at)?;
-            if kind > 2 {
+            if kind.value > 2 {
                 return None;
             }
+            odd |= kind.signed_or_zero;
             // The text is the rest of the line after one separator, as written.
             let text = line.get(at + 1..)?;
             if text.is_empty() {
                 return None;
             }
-            Command::Label {
-                id,
-                kind: kind as u8,
+            *out = Line::Command(Command::Label {
+                id: id.value,
+                kind: kind.value as u8,
                 text,
-            }
+            });
         }
         b'R' => {
             let retire_id = word_number(line, &mut at)?;
+            odd |= retire_id.signed_or_zero;
             let kind = if line[at..].iter().all(|&byte| byte == b' ') {
                 RetireType::Empty
             } else {
-                RetireType::Value(last_number(line, at)?)
+                let kind = last_number(line, at)?;
+                odd |= kind.signed_or_zero;
+                RetireType::Value(kind.value)
             };
-            Command::Retire {
-                id,
-                retire_id,
+            *out = Line::Command(Command::Retire {
+                id: id.value,
+                retire_id: retire_id.value,
                 kind,
-            }
+            });
         }
         b'W' => {
             let producer = word_number(line, &mut at)?;
-            let kind = u32::try_from(last_number(line, at)?).ok()?;
-            Command::Dep {
-                consumer: id,
-                producer,
-                kind,
-            }
+            let kind = last_number(line, at)?;
+            odd |= producer.signed_or_zero | kind.signed_or_zero;
+            *out = Line::Command(Command::Dep {
+                consumer: id.value,
+                producer: producer.value,
+                kind: u32::try_from(kind.value).ok()?,
+            });
         }
         _ => return None,
-    };
-    Some((Line::Command(command), Q19))
+    }
+    Some(Q19 | if odd { Q1 } else { 0 } | if q20 { Q20 } else { 0 })
 }
 
 /// Steps over the spaces at `at`.
@@ -252,22 +275,28 @@ fn spaces(line: &[u8], at: &mut usize) {
     *at += super::leading_spaces(&line[*at..]);
 }
 
-/// Reads the word at `at`, after at least one space: 1 to 18 decimal digits without a
-/// leading zero, ended by a space or the end of the line, where `at` is left.
+/// Reads the word at `at`, after at least one space: perhaps a `+`, then 1 to 18 decimal
+/// digits, ended by a space or the end of the line, where `at` is left. A word stands
+/// alone: `spaced` is false.
 #[inline(always)]
-fn word_number(line: &[u8], at: &mut usize) -> Option<i64> {
+fn word_number(line: &[u8], at: &mut usize) -> Option<Number> {
     if line.get(*at) != Some(&b' ') {
         return None;
     }
     spaces(line, at);
-    let start = *at;
+    let plus = line.get(*at) == Some(&b'+');
+    let start = *at + usize::from(plus);
     let (value, digits) = digits_at(&line[start..]);
-    *at += digits;
-    if digits == 0 || digits > 18 || (digits > 1 && line[start] == b'0') {
+    *at = start + digits;
+    if digits == 0 || digits > 18 {
         return None;
     }
     match line.get(*at) {
-        None | Some(b' ') => Some(value),
+        None | Some(b' ') => Some(Number {
+            value,
+            spaced: false,
+            signed_or_zero: plus || digits > 1 && line[start] == b'0',
+        }),
         Some(_) => None,
     }
 }
@@ -275,11 +304,11 @@ fn word_number(line: &[u8], at: &mut usize) -> Option<i64> {
 /// The last field of a command, the rest of the line after the space at `at`, trimmed: one
 /// number, as [`word_number`] reads it, and nothing after it but spaces.
 #[inline(always)]
-fn last_number(line: &[u8], at: usize) -> Option<i64> {
+fn last_number(line: &[u8], at: usize) -> Option<Number> {
     let mut at = at;
-    let value = word_number(line, &mut at)?;
+    let number = word_number(line, &mut at)?;
     spaces(line, &mut at);
-    (at == line.len()).then_some(value)
+    (at == line.len()).then_some(number)
 }
 
 /// Steps over the TAB at `at`, which must be there.
@@ -324,22 +353,28 @@ fn trailing(line: &[u8], at: usize) -> Option<bool> {
     Some(!rest.is_empty())
 }
 
-/// Reads the field at `at`: spaces, 1 to 18 decimal digits, spaces, then a TAB or the end of
-/// the line, where `at` is left. `None` for anything else (a sign, no digits, another byte,
-/// a number that might not fit): the slow reader decides what that is.
+/// Reads the field at `at`: spaces, perhaps a `+`, 1 to 18 decimal digits, spaces, then a TAB
+/// or the end of the line, where `at` is left. `None` for anything else (a minus, no digits,
+/// another byte, a number that might not fit): the slow reader decides what that is.
 #[inline(always)]
 fn number(line: &[u8], at: &mut usize) -> Option<Number> {
     let padding = super::leading_spaces(&line[*at..]);
-    let start = *at + padding;
-    let (value, digits) = digits_at(&line[start..]);
+    let mut start = *at + padding;
+    let (mut value, mut digits) = digits_at(&line[start..]);
+    // A `+` only where no digit is: the common number waits on no test for it.
+    let plus = digits == 0 && line.get(start) == Some(&b'+');
+    if plus {
+        start += 1;
+        (value, digits) = digits_at(&line[start..]);
+    }
     let mut end = start + digits;
     if digits == 0 || digits > 18 {
         return None;
     }
-    let leading_zero = digits > 1 && line[start] == b'0';
-    let mut odd = padding > 0 || leading_zero;
+    let signed_or_zero = plus || digits > 1 && line[start] == b'0';
+    let mut spaced = padding > 0;
     if line.get(end) == Some(&b' ') {
-        odd = true;
+        spaced = true;
         while line.get(end) == Some(&b' ') {
             end += 1;
         }
@@ -350,8 +385,8 @@ fn number(line: &[u8], at: &mut usize) -> Option<Number> {
     *at = end;
     Some(Number {
         value,
-        odd,
-        leading_zero,
+        spaced,
+        signed_or_zero,
     })
 }
 
