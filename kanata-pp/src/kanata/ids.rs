@@ -186,6 +186,7 @@ impl<L: Default + PartialEq> Ids<L> {
     }
 
     /// What `id` names now.
+    #[inline(always)]
     pub(crate) fn resolve(&self, id: i64) -> Resolved {
         if let Some(&(insn, _)) = self.live.get(&id) {
             return Resolved::Live(insn);

@@ -29,7 +29,7 @@ pub(crate) struct StageNames {
 
 /// A name of 1 to 15 bytes and its length in one value; 0 for any other name (no short name
 /// packs to 0: its length byte is not 0).
-#[inline]
+#[inline(always)]
 fn pack(name: &[u8]) -> u128 {
     if name.is_empty() || name.len() > 15 {
         return 0;
@@ -57,7 +57,7 @@ fn slot(packed: u128) -> usize {
 
 impl StageNames {
     /// The handle of `name`, if it was inserted.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn get(&mut self, name: &[u8]) -> Option<Stage> {
         let packed = pack(name);
         if packed != 0 && !self.short.is_empty() {
