@@ -459,8 +459,8 @@ impl LineParser {
             *out = classify_other(line);
             return;
         }
-        // The common lines (TAB-separated, numbers plain or padded with spaces) in one pass;
-        // anything else, or anything odd, is read field by field.
+        // The common lines (TAB- or space-separated, numbers plain, padded, or written `+5`
+        // or `007`) in one pass; anything else is read field by field.
         if let Some(odd) = fast::parse_into(line, out) {
             if odd != 0 {
                 self.report_odd(line, odd, lineno, diag);
