@@ -26,10 +26,6 @@ use crate::kanata::parse::{Command, Line, LineParser};
 /// Batches in flight between the threads; a few bound the memory a fast reader can take.
 const BATCHES_IN_FLIGHT: usize = 4;
 
-/// What the reader hands the normalizer for one line: the parsed line and its text (after
-/// any prefix), or nothing.
-type ReadLine<'a> = Option<(Line<&'a [u8]>, &'a [u8])>;
-
 /// The line-local half of reading a Kanata log.
 pub(crate) struct KanataReader {
     parser: LineParser,
@@ -48,15 +44,20 @@ impl KanataReader {
         }
     }
 
-    /// Reads one line: what the normalizer gets of it (the parsed line and its text after
-    /// any prefix), or `None` when there is nothing for it (already reported).
+    /// Reads one line into `out`: the line's text after any prefix, with the parsed line in
+    /// `out`, or `None` when there is nothing for the normalizer (already reported).
+    ///
+    /// The line is written where the caller reads it, never returned: moved as a whole, a
+    /// parsed line is copied in loads wider than the parser's stores, a store-forwarding
+    /// stall on every line (a quarter of the reading thread's time).
     #[inline(always)]
     pub(crate) fn read<'a>(
         &'a mut self,
         raw: &'a [u8],
         lineno: u64,
         diag: &mut Diagnostics,
-    ) -> Result<ReadLine<'a>, Error> {
+        out: &mut Line<&'a [u8]>,
+    ) -> Result<Option<&'a [u8]>, Error> {
         let mut line = raw;
         if let Some(prefix) = &self.prefix {
             let Some(rest) = line.strip_prefix(prefix.as_slice()) else {
@@ -71,10 +72,10 @@ impl KanataReader {
             }
         }
         if self.in_header {
-            return self.header(line, lineno, diag);
+            return self.header(line, lineno, diag, out);
         }
-        let parsed = self.parser.parse(line, lineno, diag);
-        Ok(Some((parsed, line)))
+        self.parser.parse_into(line, lineno, diag, out);
+        Ok(Some(line))
     }
 
     /// Q2: blank and comment lines, a BOM, then the header or (legacy) a `C=`.
@@ -83,7 +84,8 @@ impl KanataReader {
         line: &'a [u8],
         lineno: u64,
         diag: &mut Diagnostics,
-    ) -> Result<ReadLine<'a>, Error> {
+        out: &mut Line<&'a [u8]>,
+    ) -> Result<Option<&'a [u8]>, Error> {
         let mut line = line;
         if let Some(rest) = line.strip_prefix(b"\xef\xbb\xbf") {
             diag.report(Rule::Q2, lineno, || "byte order mark dropped".to_owned());
@@ -116,7 +118,8 @@ impl KanataReader {
                     "legacy log without header: header added".to_owned()
                 });
                 self.in_header = false;
-                Ok(Some((Line::Command(Command::Start(cycle)), line)))
+                *out = Line::Command(Command::Start(cycle));
+                Ok(Some(line))
             }
             _ => Err(Error::at_line(
                 lineno,
@@ -548,34 +551,20 @@ fn parse_lines_unsettled(
         if had_cr {
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
-        // The common line (no prefix, past the header) is handed on where the parser built
-        // it, by reference: moved into a result first, it was copied a few bytes at a time
-        // at odd offsets, loads wider than the parser's stores, a store-forwarding stall on
-        // every line (a quarter of the reading thread's time).
-        if reader.prefix.is_none() && !reader.in_header {
-            let mut parsed = Line::Blank;
-            reader.parser.parse_into(line, number, diag, &mut parsed);
-            if let Line::CycleOutOfRange(cycle) = parsed {
-                let message = crate::kanata::parse::cycle_out_of_range(cycle);
-                return Some(Err(Error::at_line(number, message)));
-            }
-            if let Err(error) = take(number, &parsed, line, diag) {
-                return Some(Err(error));
-            }
-        } else {
-            match reader.read(line, number, diag) {
-                Ok(None) => {}
-                Ok(Some((Line::CycleOutOfRange(cycle), _))) => {
+        let mut parsed = Line::Blank;
+        match reader.read(line, number, diag, &mut parsed) {
+            Ok(None) => {}
+            // By reference, here and on to the normalizer (see `KanataReader::read`).
+            Ok(Some(text)) => {
+                if let Line::CycleOutOfRange(cycle) = parsed {
                     let message = crate::kanata::parse::cycle_out_of_range(cycle);
                     return Some(Err(Error::at_line(number, message)));
                 }
-                Ok(Some((ref parsed, text))) => {
-                    if let Err(error) = take(number, parsed, text, diag) {
-                        return Some(Err(error));
-                    }
+                if let Err(error) = take(number, &parsed, text, diag) {
+                    return Some(Err(error));
                 }
-                Err(error) => return Some(Err(error)),
             }
+            Err(error) => return Some(Err(error)),
         }
         // A repair under --strict ends the conversion at the line that needed it.
         if let Some(error) = strict_error(diag) {
