@@ -22,6 +22,7 @@ use crate::error::Error;
 use crate::input::progress::Progress;
 use crate::kanata::normalize::KanataNormalizer;
 use crate::kanata::parse::{Command, Line, LineParser};
+use crate::kanata::scan::LineEnds;
 
 /// Batches in flight between the threads; a few bound the memory a fast reader can take.
 const BATCHES_IN_FLIGHT: usize = 4;
@@ -531,10 +532,7 @@ fn parse_lines_unsettled(
     mut take: impl FnMut(u64, &Line<&[u8]>, &[u8], &mut Diagnostics) -> Result<(), Error>,
 ) -> Option<Result<u64, Error>> {
     let mut start = 0;
-    // memchr directly: this is the hot loop, and one vectorized search over the block for
-    // all its line ends is cheaper than a search per line (as `bstr`'s line iterator would
-    // do).
-    let mut line_ends = memchr::memchr_iter(b'\n', block);
+    let mut line_ends = LineEnds::new(block);
     while start < block.len() {
         let (end, next) = match line_ends.next() {
             Some(end) => (end, end + 1),

@@ -116,7 +116,7 @@ pub(super) fn parse_into<'a>(line: &'a [u8], out: &mut Line<&'a [u8]>) -> Option
             next_field(line, &mut at)?;
             let text = &line[at..];
             // Q9 (a TAB in the text) and an empty label are the slow reader's.
-            if text.is_empty() || memchr::memchr(b'\t', text).is_some() {
+            if text.is_empty() || crate::kanata::scan::contains(text, b'\t') {
                 return None;
             }
             odd |= kind.odd();
