@@ -763,10 +763,19 @@ impl<W: Write> Writer<W> {
     #[inline(always)]
     pub fn enter(&mut self, insn: InsnId, lane: Lane, stage: Stage) -> Result<()> {
         // The fast path: lanes 0 and 1, names short enough for a rendered tail (a discarding
-        // writer renders none, so it never comes here).
-        let (Some(state), Some(tail)) = (self.live.get_mut(insn.0), self.stages.tail(stage)) else {
+        // writer renders none, and only counts lines).
+        let Some(state) = self.live.get_mut(insn.0) else {
             return self.enter_general(insn, lane, stage);
         };
+        let Some(tail) = self.stages.tail(stage) else {
+            return self.enter_general(insn, lane, stage);
+        };
+        if self.out.discard {
+            let previous = state.open(lane, stage);
+            self.out.sync_cycle();
+            self.out.lines += 1 + u64::from(previous.is_some() && !self.compact);
+            return Ok(());
+        }
         if lane.get() >= 2 || !tail.fits() {
             return self.enter_general(insn, lane, stage);
         }
@@ -802,12 +811,10 @@ impl<W: Write> Writer<W> {
         if self.stages.name(stage).is_none() {
             return Err(Error::new(ErrorKind::UnknownStage));
         }
+        // A discarding writer comes here for the errors above only: `enter` counts its lines.
+        debug_assert!(!self.out.discard);
         let previous = state.open(lane, stage);
         self.out.sync_cycle();
-        if self.out.discard {
-            self.out.lines += 1 + u64::from(previous.is_some() && !self.compact);
-            return Ok(());
-        }
         self.out.scratch.clear();
         if let (Some(previous), false) = (previous, self.compact) {
             self.stages
@@ -834,6 +841,13 @@ impl<W: Write> Writer<W> {
         let tail = match state.open_in(lane) {
             Some(stage) if lane.get() < 2 => match self.stages.tail(stage) {
                 Some(tail) if tail.fits() => tail,
+                // A discarding writer renders no tail, and only counts the line.
+                Some(_) if self.out.discard => {
+                    state.close(lane);
+                    self.out.sync_cycle();
+                    self.out.lines += 1;
+                    return self.after_write();
+                }
                 _ => return self.leave_general(insn, lane),
             },
             _ => return self.leave_general(insn, lane),

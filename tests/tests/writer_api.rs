@@ -644,6 +644,52 @@ fn a_discarding_writer_refuses_what_the_writing_one_refuses_and_writes_nothing()
 }
 
 #[test]
+fn a_discarding_writer_counts_the_lines_the_writing_one_writes() -> Result {
+    // `--check` reports the lines a conversion would write from a discarding writer's
+    // count: every path of `enter` and `leave` (a stage replaced or not, lanes 0, 1 and
+    // beyond, compact or explicit `E`s, refused calls) must count what is written.
+    for compact in [false, true] {
+        let mut summaries = Vec::new();
+        for discard in [false, true] {
+            let mut w = WriterBuilder::new()
+                .discard(discard)
+                .compact(compact)
+                .from_writer(Vec::new())?;
+            let mut elsewhere = WriterBuilder::new().from_writer(Vec::new())?;
+            for name in ["O1", "O2", "O3"] {
+                elsewhere.stage(name)?;
+            }
+            let other = elsewhere.stage("O4")?; // beyond this writer's stages
+            let (f, d) = (
+                w.stage("F")?,
+                w.stage("A_rather_long_stage_name_of_its_own")?,
+            );
+            let a = w.begin(0, 0)?;
+            let b = w.begin(1, 0)?;
+            for lane in [0, 1, 2, 7] {
+                let lane = Lane::new(lane);
+                w.enter(a, lane, f)?;
+                w.enter(b, lane, d)?;
+                w.advance(1)?;
+                w.enter(a, lane, d)?; // replaces F
+                w.leave(b, lane)?;
+                assert!(w.leave(b, lane).is_err(), "nothing open");
+                assert!(w.enter(b, lane, other).is_err(), "another writer's stage");
+                w.advance(1)?;
+            }
+            w.leave(a, Lane::new(1))?;
+            w.retire(a)?;
+            assert!(w.enter(a, Lane::MAIN, f).is_err(), "retired");
+            assert!(w.leave(a, Lane::MAIN).is_err(), "retired");
+            w.flush(b)?;
+            summaries.push(w.finish()?.summary.lines);
+        }
+        assert_eq!(summaries[0], summaries[1], "compact {compact}");
+    }
+    Ok(())
+}
+
+#[test]
 fn a_stage_note_needs_a_stage_first() -> Result {
     let mut w = Writer::new(Vec::new());
     let f = w.stage("F")?;

@@ -530,6 +530,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     }
 
     /// The live instruction `id` names, or a report of why there is none (Q10, Q12).
+    #[inline(always)]
     fn live_insn(
         &mut self,
         id: i64,
@@ -537,19 +538,31 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Option<kanata_writer::InsnId> {
+        // Inlined up to the lookup: a call per `S` and `E` cost as much as the lookup.
         match self.ids.resolve(id) {
             Resolved::Live(insn) => Some(insn),
+            not_live => {
+                Self::not_live(not_live, id, what, lineno, diag);
+                None
+            }
+        }
+    }
+
+    /// Reports why `id`, which names no live instruction, is dropped (Q10, Q12).
+    #[cold]
+    #[inline(never)]
+    fn not_live(resolved: Resolved, id: i64, what: &str, lineno: u64, diag: &mut Diagnostics) {
+        match resolved {
+            Resolved::Live(_) => {}
             Resolved::Finished(_) => {
                 diag.report(Rule::Q10, lineno, || {
                     format!("{what} for id {id} after its `R` dropped")
                 });
-                None
             }
             Resolved::Unknown => {
                 diag.report(Rule::Q12, lineno, || {
                     format!("{what} for undeclared id {id} dropped")
                 });
-                None
             }
         }
     }
