@@ -199,6 +199,9 @@ impl Sleepers {
     }
 
     /// The open stage of sleeper `id` in `lane`, without waking it.
+    // Out of line: the search would cost the hot callers registers.
+    #[cold]
+    #[inline(never)]
     fn open_in(&self, id: u64, lane: Lane) -> Option<Stage> {
         let at = self.find(id)?;
         if let Some(state) = self.awake.get(&id) {
@@ -389,6 +392,7 @@ impl LiveSet {
     }
 
     /// The open stage of live instruction `id` in `lane`.
+    #[inline(always)]
     pub(crate) fn open_in(&self, id: u64, lane: Lane) -> Option<Stage> {
         let slot = &self.slots[(id & self.mask) as usize];
         if slot.tag == id {

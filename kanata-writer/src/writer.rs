@@ -1140,6 +1140,7 @@ impl<W: Write> Writer<W> {
     }
 
     /// The open stage of `insn` in `lane`, if it is live and has one.
+    #[inline]
     pub fn open_stage(&self, insn: InsnId, lane: Lane) -> Option<Stage> {
         self.live.open_in(insn.0, lane)
     }

@@ -529,12 +529,13 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         }
     }
 
-    /// The live instruction `id` names, or a report of why there is none (Q10, Q12).
+    /// The live instruction `id` names, or a report of why there is none (Q10, Q12) for the
+    /// line of `command` (its letter).
     #[inline(always)]
     fn live_insn(
         &mut self,
         id: i64,
-        what: &str,
+        command: u8,
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Option<kanata_writer::InsnId> {
@@ -542,7 +543,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         match self.ids.resolve(id) {
             Resolved::Live(insn) => Some(insn),
             not_live => {
-                Self::not_live(not_live, id, what, lineno, diag);
+                Self::not_live(not_live, id, command, lineno, diag);
                 None
             }
         }
@@ -551,17 +552,18 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     /// Reports why `id`, which names no live instruction, is dropped (Q10, Q12).
     #[cold]
     #[inline(never)]
-    fn not_live(resolved: Resolved, id: i64, what: &str, lineno: u64, diag: &mut Diagnostics) {
+    fn not_live(resolved: Resolved, id: i64, command: u8, lineno: u64, diag: &mut Diagnostics) {
+        let command = char::from(command);
         match resolved {
             Resolved::Live(_) => {}
             Resolved::Finished(_) => {
                 diag.report(Rule::Q10, lineno, || {
-                    format!("{what} for id {id} after its `R` dropped")
+                    format!("`{command}` for id {id} after its `R` dropped")
                 });
             }
             Resolved::Unknown => {
                 diag.report(Rule::Q12, lineno, || {
-                    format!("{what} for undeclared id {id} dropped")
+                    format!("`{command}` for undeclared id {id} dropped")
                 });
             }
         }
@@ -597,8 +599,8 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
-        let what = if end { "`E`" } else { "`S`" };
-        let Some(insn) = self.live_insn(id, what, lineno, diag) else {
+        let command = if end { b'E' } else { b'S' };
+        let Some(insn) = self.live_insn(id, command, lineno, diag) else {
             return Ok(());
         };
         let Some(stage) = self.stage_handle(name, lineno, diag) else {
@@ -706,8 +708,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         let flushed = self.retire_type(kind, lineno, diag);
-        let what = "`R`";
-        let Some(insn) = self.live_insn(id, what, lineno, diag) else {
+        let Some(insn) = self.live_insn(id, b'R', lineno, diag) else {
             return Ok(());
         };
         if self.repairs.stretch_zero && self.opened_this_cycle(id, None) {
@@ -794,7 +795,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
-        let Some(consumer_insn) = self.live_insn(consumer, "`W`", lineno, diag) else {
+        let Some(consumer_insn) = self.live_insn(consumer, b'W', lineno, diag) else {
             return Ok(());
         };
         let producer_insn = match self.ids.resolve(producer) {

@@ -543,10 +543,10 @@ fn parse_lines_unsettled(
         };
         at.number += 1;
         let number = at.number;
-        let had_cr = end > start && block[end - 1] == b'\r';
-        let line = &block[start..end - usize::from(had_cr)];
+        let mut line = &block[start..end];
         start = next;
-        if had_cr {
+        if let [rest @ .., b'\r'] = line {
+            line = rest;
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
         let mut parsed = Line::Blank;
