@@ -329,8 +329,12 @@ pub(crate) fn run<W: Write + Send + 'static>(
     Ok((finished, lines))
 }
 
-/// Bytes read into a batch at a time.
-const BLOCK: usize = 1 << 20;
+/// Bytes read into a batch at a time. A quarter of a megabyte, so that a block and its
+/// parsed lines (64 bytes each, three times the text) fit in a core's L2 cache of 1 MiB:
+/// the kernel's copy into the block and the parse that follows then stay in it. Blocks of
+/// 1 MiB took 1.4x the system time and up to 1.02x the wall time of `--check`; 64 KiB ones
+/// cost more than they saved.
+const BLOCK: usize = 1 << 18;
 
 /// Where the reading thread is in the input.
 struct Position {
