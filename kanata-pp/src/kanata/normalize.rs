@@ -542,30 +542,31 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         // Inlined up to the lookup: a call per `S` and `E` cost as much as the lookup.
         match self.ids.resolve(id) {
             Resolved::Live(insn) => Some(insn),
-            not_live => {
-                Self::not_live(not_live, id, command, lineno, diag);
+            Resolved::Finished(_) => {
+                Self::not_live(true, id, command, lineno, diag);
+                None
+            }
+            Resolved::Unknown => {
+                Self::not_live(false, id, command, lineno, diag);
                 None
             }
         }
     }
 
-    /// Reports why `id`, which names no live instruction, is dropped (Q10, Q12).
+    /// Reports why `id`, which names no live instruction, is dropped: it has `finished`
+    /// (Q10) or was never declared (Q12).
     #[cold]
     #[inline(never)]
-    fn not_live(resolved: Resolved, id: i64, command: u8, lineno: u64, diag: &mut Diagnostics) {
+    fn not_live(finished: bool, id: i64, command: u8, lineno: u64, diag: &mut Diagnostics) {
         let command = char::from(command);
-        match resolved {
-            Resolved::Live(_) => {}
-            Resolved::Finished(_) => {
-                diag.report(Rule::Q10, lineno, || {
-                    format!("`{command}` for id {id} after its `R` dropped")
-                });
-            }
-            Resolved::Unknown => {
-                diag.report(Rule::Q12, lineno, || {
-                    format!("`{command}` for undeclared id {id} dropped")
-                });
-            }
+        if finished {
+            diag.report(Rule::Q10, lineno, || {
+                format!("`{command}` for id {id} after its `R` dropped")
+            });
+        } else {
+            diag.report(Rule::Q12, lineno, || {
+                format!("`{command}` for undeclared id {id} dropped")
+            });
         }
     }
 
