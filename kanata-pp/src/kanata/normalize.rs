@@ -614,7 +614,12 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             .deferred_ends
             .iter()
             .position(|d| d.insn == insn && d.lane == lane);
-        let open = self.writer().open_stage(insn, lane);
+        // An `S` needs the open stage only for the repairs that look at it (Q16, Q17).
+        let open = if end || dedupe || self.repairs.stretch_zero {
+            self.writer().open_stage(insn, lane)
+        } else {
+            None
+        };
         let merge = dedupe && open == Some(stage) && !end;
         if self.repairs.stretch_zero
             && open.is_some()
