@@ -214,6 +214,16 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             self.flush_label(diag)?;
         }
         match *parsed {
+            // Most lines: straight to their own function, whose frame is a fraction of
+            // `command`'s (which handles every command and every repair).
+            Line::Command(Command::Stage {
+                end,
+                id,
+                lane,
+                name,
+            }) if self.phase == Phase::Body && self.stretch.held.is_empty() => {
+                self.stage(end, id, lane, name, lineno, diag)
+            }
             Line::Command(ref command) => self.command(command, lineno, diag),
             Line::Blank => {
                 diag.report(Rule::Q3, lineno, || "blank line dropped".to_owned());
@@ -591,6 +601,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         }
     }
 
+    #[inline(never)]
     fn stage(
         &mut self,
         end: bool,
