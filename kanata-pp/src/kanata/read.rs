@@ -133,13 +133,12 @@ impl KanataReader {
     }
 }
 
-/// Where a piece of text sits in a [`Batch`]: in the block of input, or among the texts the
-/// parser rebuilt.
+/// Where a piece of text sits in a [`Batch`]'s text: in the block of input, or among the
+/// texts the parser rebuilt, which follow the block.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Span {
     start: u32,
     len: u32,
-    rebuilt: bool,
 }
 
 /// One line of a batch: its number, its text, and what the parser made of it.
@@ -154,8 +153,10 @@ struct Item {
 #[derive(Default)]
 struct Batch {
     /// A block of the input, whole lines only: the lines' text is read straight into it.
+    /// Once the block is parsed, the label text the parser rebuilt from several fields (Q9)
+    /// follows it, so that every span is found the same way.
     text: ReadBuffer,
-    /// Label text the parser rebuilt from several fields (Q9).
+    /// The rebuilt label text, while the block is parsed.
     rebuilt: Vec<u8>,
     items: Vec<Item>,
     /// `Some(n)` when `text` is left for the normalizer to parse: whole lines, the first of
@@ -166,33 +167,30 @@ struct Batch {
     end: Option<Result<u64, Error>>,
 }
 
-impl Batch {
-    fn get(&self, span: Span) -> &[u8] {
-        let text: &[u8] = if span.rebuilt {
-            &self.rebuilt
-        } else {
-            &self.text
-        };
-        &text[span.start as usize..(span.start + span.len) as usize]
+impl Span {
+    /// The piece of a batch's `text` the span is.
+    #[inline(always)]
+    fn of(self, text: &[u8]) -> &[u8] {
+        &text[self.start as usize..self.start as usize + self.len as usize]
     }
 }
 
-/// `piece` as a span of `block` when it is a slice of it, else copied into `rebuilt`.
+/// `piece` as a span of `block` when it is a slice of it, else copied into `rebuilt`, which
+/// will follow the block.
+#[inline(always)]
 fn span(piece: &[u8], block: &[u8], rebuilt: &mut Vec<u8>) -> Span {
     let offset = (piece.as_ptr() as usize).wrapping_sub(block.as_ptr() as usize);
     if offset <= block.len() && offset + piece.len() <= block.len() {
         Span {
             start: offset as u32,
             len: piece.len() as u32,
-            rebuilt: false,
         }
     } else {
-        let start = rebuilt.len() as u32;
+        let start = (block.len() + rebuilt.len()) as u32;
         rebuilt.extend_from_slice(piece);
         Span {
             start,
             len: piece.len() as u32,
-            rebuilt: true,
         }
     }
 }
@@ -283,15 +281,19 @@ pub(crate) fn run<W: Write + Send + 'static>(
                         &mut own_reader,
                         &mut at,
                         diag,
-                        |number, parsed, text, diag| normalizer.parsed(parsed, text, number, diag),
+                        |number, parsed, text, diag| {
+                            normalizer.parsed(parsed, |piece| piece, text, number, diag)
+                        },
                     );
                     if let Some(Err(error)) = stop {
                         return Err(error);
                     }
                 }
+                let text: &[u8] = &batch.text;
                 for item in &batch.items {
-                    let parsed = item.parsed.map(|span| batch.get(span));
-                    normalizer.parsed(&parsed, batch.get(item.text), item.number, diag)?;
+                    let text_of = |span: Span| span.of(text);
+                    let line = item.text.of(text);
+                    normalizer.parsed(&item.parsed, text_of, line, item.number, diag)?;
                     if let Some(error) = strict_error(diag) {
                         return Err(error);
                     }
@@ -509,6 +511,7 @@ fn parse_block(
         Ok(())
     });
     batch.text = block;
+    batch.text.extend_from_slice(&batch.rebuilt);
     stop
 }
 
