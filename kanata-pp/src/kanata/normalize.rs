@@ -194,19 +194,17 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     /// Takes one parsed line, whose pieces of text are `T`s (`&[u8]`, or where they are in
     /// a batch), which `text_of` turns into text: only the pieces used, when they are used
     /// (a whole line turned at once, on every line, was a tenth of the normalizer's time).
-    /// `line` is its text (after any prefix), read only when the line is not a command (Q3,
-    /// Q8).
     #[inline(always)]
     pub(crate) fn parsed<'t, T: Copy>(
         &mut self,
         parsed: &Line<T>,
         text_of: impl Fn(T) -> &'t [u8],
-        line: &[u8],
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         if self.pending.active {
-            if matches!(parsed, Line::Other) {
+            if let Line::Other(line) = *parsed {
+                let line = text_of(line);
                 // Q8: the rest of the label, after a raw line break.
                 self.pending.text.push(b'\n');
                 self.pending.text.extend_from_slice(line);
@@ -237,7 +235,8 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 diag.report(Rule::Q3, lineno, || "comment dropped".to_owned());
                 Ok(())
             }
-            Line::Other => {
+            Line::Other(line) => {
+                let line = text_of(line);
                 if memchr::memchr(0, line).is_some() {
                     return Err(Error::at_line(
                         lineno,

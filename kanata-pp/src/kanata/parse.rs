@@ -36,8 +36,8 @@ pub(crate) enum Line<T> {
     Command(Command<T>),
     /// A command line that cannot be used (already reported).
     Invalid,
-    /// Not a command: text that may continue a label (Q8), else dropped (Q3).
-    Other,
+    /// Not a command: text that may continue a label (Q8), else dropped (Q3). The line.
+    Other(T),
     /// A cycle beyond 64 bits, which makes the rest of the log meaningless: the number as
     /// written. (Text, not a message, so that a parsed line owns nothing to drop.)
     CycleOutOfRange(T),
@@ -178,7 +178,7 @@ impl<T> Line<T> {
             },
             Line::Command(command) => Line::Command(command.map(f)),
             Line::Invalid => Line::Invalid,
-            Line::Other => Line::Other,
+            Line::Other(line) => Line::Other(f(line)),
             Line::CycleOutOfRange(cycle) => Line::CycleOutOfRange(f(cycle)),
         }
     }
@@ -480,6 +480,7 @@ impl LineParser {
         diag: &mut Diagnostics,
     ) -> Line<&'a [u8]> {
         let slash = memchr(b'/', line).is_some();
+        let whole = line;
         // Q3: a trailing ` // comment` after the fields of a command other than `L`.
         let line = if first != b'L' && slash {
             strip_trailing_comment(line, lineno, diag)
@@ -503,7 +504,13 @@ impl LineParser {
                 };
                 return Line::Header { version };
             }
-            _ => return classify_other(line),
+            // Not a command: other text is the whole line, a trailing comment too.
+            _ => {
+                return match classify_other(line) {
+                    Line::Other(_) => Line::Other(whole),
+                    blank_or_comment => blank_or_comment,
+                }
+            }
         }
         if !f.tabbed && f.count > 1 {
             diag.report(Rule::Q19, lineno, || Q19_SPACES.to_owned());
@@ -732,7 +739,7 @@ fn classify_other(line: &[u8]) -> Line<&[u8]> {
     } else if trimmed.starts_with(b"#") || trimmed.starts_with(b"//") {
         Line::Comment
     } else {
-        Line::Other
+        Line::Other(line)
     }
 }
 
@@ -1138,7 +1145,11 @@ mod tests {
         assert_eq!(parse("# note").0, "Comment");
         assert_eq!(parse("  // note").0, "Comment");
         assert_eq!(parse("").0, "Blank");
-        assert_eq!(parse("Hello").0, "Other");
+        assert_eq!(parse("Hello").0, format!("Other({:?})", b"Hello"));
+        // Other text is the whole line, trailing comment and all (Q8 continues a label
+        // with it).
+        let sloppy = b"Sx 1 // c".to_vec();
+        assert_eq!(parse("Sx 1 // c").0, format!("Other({sloppy:?})"));
         let (parsed, rules) = parse("S\t0\t0\tF // fetch");
         assert!(parsed.contains("name: [70]"), "{parsed}");
         assert_eq!(rules, ["Q3"]);

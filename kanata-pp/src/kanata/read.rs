@@ -45,8 +45,8 @@ impl KanataReader {
         }
     }
 
-    /// Reads one line into `out`: the line's text after any prefix, with the parsed line in
-    /// `out`, or `None` when there is nothing for the normalizer (already reported).
+    /// Reads one line into `out`; `false` when there is nothing for the normalizer (already
+    /// reported).
     ///
     /// The line is written where the caller reads it, never returned: moved as a whole, a
     /// parsed line is copied in loads wider than the parser's stores, a store-forwarding
@@ -58,14 +58,14 @@ impl KanataReader {
         lineno: u64,
         diag: &mut Diagnostics,
         out: &mut Line<&'a [u8]>,
-    ) -> Result<Option<&'a [u8]>, Error> {
+    ) -> Result<bool, Error> {
         let mut line = raw;
         if let Some(prefix) = &self.prefix {
             let Some(rest) = line.strip_prefix(prefix.as_slice()) else {
                 diag.report(Rule::Q18, lineno, || {
                     "line without the prefix skipped".to_owned()
                 });
-                return Ok(None);
+                return Ok(false);
             };
             line = rest;
             while let [b' ', rest @ ..] = line {
@@ -76,7 +76,7 @@ impl KanataReader {
             return self.header(line, lineno, diag, out);
         }
         self.parser.parse_into(line, lineno, diag, out);
-        Ok(Some(line))
+        Ok(true)
     }
 
     /// Q2: blank and comment lines, a BOM, then the header or (legacy) a `C=`.
@@ -86,7 +86,7 @@ impl KanataReader {
         lineno: u64,
         diag: &mut Diagnostics,
         out: &mut Line<&'a [u8]>,
-    ) -> Result<Option<&'a [u8]>, Error> {
+    ) -> Result<bool, Error> {
         let mut line = line;
         if let Some(rest) = line.strip_prefix(b"\xef\xbb\xbf") {
             diag.report(Rule::Q2, lineno, || "byte order mark dropped".to_owned());
@@ -97,7 +97,7 @@ impl KanataReader {
                 diag.report(Rule::Q2, lineno, || {
                     "blank or comment line before the header dropped".to_owned()
                 });
-                Ok(None)
+                Ok(false)
             }
             Line::Header { version } => {
                 if line != b"Kanata\t0004" {
@@ -112,7 +112,7 @@ impl KanataReader {
                     });
                 }
                 self.in_header = false;
-                Ok(None)
+                Ok(false)
             }
             Line::Command(Command::Start(cycle)) => {
                 diag.report(Rule::Q2, lineno, || {
@@ -120,7 +120,7 @@ impl KanataReader {
                 });
                 self.in_header = false;
                 *out = Line::Command(Command::Start(cycle));
-                Ok(Some(line))
+                Ok(true)
             }
             _ => Err(Error::at_line(
                 lineno,
@@ -141,11 +141,9 @@ pub(crate) struct Span {
     len: u32,
 }
 
-/// One line of a batch: its number, its text, and what the parser made of it.
+/// One line of a batch: its number and what the parser made of it.
 struct Item {
     number: u64,
-    /// Empty for a command: the normalizer reads the text of other lines only.
-    text: Span,
     parsed: Line<Span>,
 }
 
@@ -281,8 +279,8 @@ pub(crate) fn run<W: Write + Send + 'static>(
                         &mut own_reader,
                         &mut at,
                         diag,
-                        |number, parsed, text, diag| {
-                            normalizer.parsed(parsed, |piece| piece, text, number, diag)
+                        |number, parsed, diag| {
+                            normalizer.parsed(parsed, |piece| piece, number, diag)
                         },
                     );
                     if let Some(Err(error)) = stop {
@@ -292,8 +290,7 @@ pub(crate) fn run<W: Write + Send + 'static>(
                 let text: &[u8] = &batch.text;
                 for item in &batch.items {
                     let text_of = |span: Span| span.of(text);
-                    let line = item.text.of(text);
-                    normalizer.parsed(&item.parsed, text_of, line, item.number, diag)?;
+                    normalizer.parsed(&item.parsed, text_of, item.number, diag)?;
                     if let Some(error) = strict_error(diag) {
                         return Err(error);
                     }
@@ -496,10 +493,10 @@ fn parse_block(
     let block = std::mem::take(&mut batch.text);
     let rebuilt = &mut batch.rebuilt;
     let items = &mut batch.items;
-    let stop = parse_lines(&block, reader, at, diag, |number, parsed, text, _| {
+    let stop = parse_lines(&block, reader, at, diag, |number, parsed, _| {
         let item = match *parsed {
-            // Most lines, field by field (a whole line matched twice, to tell a command
-            // from other lines and then to find its text, cost a tenth of the batch path).
+            // Most lines, field by field (the whole line matched, to find its text, cost a
+            // twentieth of the batch path).
             Line::Command(Command::Stage {
                 end,
                 id,
@@ -507,7 +504,6 @@ fn parse_block(
                 name,
             }) => Item {
                 number,
-                text: Span::default(),
                 parsed: Line::Command(Command::Stage {
                     end,
                     id,
@@ -515,15 +511,8 @@ fn parse_block(
                     name: span(name, &block, rebuilt),
                 }),
             },
-            // The normalizer reads a line's text only when it is not a command (Q3, Q8).
-            Line::Command(command) => Item {
-                number,
-                text: Span::default(),
-                parsed: Line::Command(command.map(|piece| span(piece, &block, rebuilt))),
-            },
             _ => Item {
                 number,
-                text: span(text, &block, rebuilt),
                 parsed: parsed.map(|piece| span(piece, &block, rebuilt)),
             },
         };
@@ -542,7 +531,7 @@ fn parse_lines(
     reader: &mut KanataReader,
     at: &mut Position,
     diag: &mut Diagnostics,
-    take: impl FnMut(u64, &Line<&[u8]>, &[u8], &mut Diagnostics) -> Result<(), Error>,
+    take: impl FnMut(u64, &Line<&[u8]>, &mut Diagnostics) -> Result<(), Error>,
 ) -> Option<Result<u64, Error>> {
     let stop = parse_lines_unsettled(block, reader, at, diag, take);
     reader.parser.settle(diag);
@@ -556,7 +545,7 @@ fn parse_lines_unsettled(
     reader: &mut KanataReader,
     at: &mut Position,
     diag: &mut Diagnostics,
-    mut take: impl FnMut(u64, &Line<&[u8]>, &[u8], &mut Diagnostics) -> Result<(), Error>,
+    mut take: impl FnMut(u64, &Line<&[u8]>, &mut Diagnostics) -> Result<(), Error>,
 ) -> Option<Result<u64, Error>> {
     let mut start = 0;
     let mut line_ends = LineEnds::new(block);
@@ -578,14 +567,14 @@ fn parse_lines_unsettled(
         }
         let mut parsed = Line::Blank;
         match reader.read(line, number, diag, &mut parsed) {
-            Ok(None) => {}
+            Ok(false) => {}
             // By reference, here and on to the normalizer (see `KanataReader::read`).
-            Ok(Some(text)) => {
+            Ok(true) => {
                 if let Line::CycleOutOfRange(cycle) = parsed {
                     let message = crate::kanata::parse::cycle_out_of_range(cycle);
                     return Some(Err(Error::at_line(number, message)));
                 }
-                if let Err(error) = take(number, &parsed, text, diag) {
+                if let Err(error) = take(number, &parsed, diag) {
                     return Some(Err(error));
                 }
             }
