@@ -193,7 +193,8 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
 
     /// Takes one parsed line, whose pieces of text are `T`s (`&[u8]`, or where they are in
     /// a batch), which `text_of` turns into text: only the pieces used, when they are used
-    /// (a whole line turned at once, on every line, was a tenth of the normalizer's time).
+    /// (the whole line turned at once, on every line of a batch, cost 28 M of 618 M
+    /// instructions on a 15 MB canonical trace).
     #[inline(always)]
     pub(crate) fn parsed<'t, T: Copy>(
         &mut self,
@@ -217,7 +218,8 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         }
         match *parsed {
             // Most lines: straight to their own function, whose frame is a fraction of
-            // `command`'s (which handles every command and every repair).
+            // `command`'s (which handles every command and every repair), when `command`
+            // would go straight there too (the writer made, no command held back, Q17).
             Line::Command(Command::Stage {
                 end,
                 id,

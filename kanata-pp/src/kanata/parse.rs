@@ -504,13 +504,10 @@ impl LineParser {
                 };
                 return Line::Header { version };
             }
-            // Not a command: other text is the whole line, a trailing comment too.
-            _ => {
-                return match classify_other(line) {
-                    Line::Other(_) => Line::Other(whole),
-                    blank_or_comment => blank_or_comment,
-                }
-            }
+            // Not a command, and not blank or a comment either (it starts with a letter,
+            // which stripping a trailing comment leaves): other text, the whole line, a
+            // trailing comment too.
+            _ => return Line::Other(whole),
         }
         if !f.tabbed && f.count > 1 {
             diag.report(Rule::Q19, lineno, || Q19_SPACES.to_owned());

@@ -495,8 +495,8 @@ fn parse_block(
     let items = &mut batch.items;
     let stop = parse_lines(&block, reader, at, diag, |number, parsed, _| {
         let item = match *parsed {
-            // Most lines, field by field (the whole line matched, to find its text, cost a
-            // twentieth of the batch path).
+            // Most lines, field by field: `Line::map`'s match of the whole line cost 10 M
+            // of the batch path's 585 M instructions on a 15 MB canonical trace.
             Line::Command(Command::Stage {
                 end,
                 id,
