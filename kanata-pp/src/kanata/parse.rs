@@ -14,6 +14,9 @@ use memchr::memchr;
 use crate::diag::{Diagnostics, Rule};
 
 mod fast;
+mod stage_line;
+
+pub(crate) use stage_line::StageLine;
 
 /// The Q1 report of a command line that was padded or had trailing fields (both readers).
 const Q1_COMMAND: &str = "padded number, white space or trailing empty field";
@@ -425,6 +428,24 @@ impl LineParser {
             self.q1
                 .report(Rule::Q1, lineno, || message.to_owned(), diag);
         }
+    }
+
+    /// The `S` or `E` line of `len` bytes at the start of `window` (which goes on past its
+    /// end), with its repairs reported, when it is one of the common ones; `None` (having
+    /// reported nothing) for any other line, which [`parse_into`](Self::parse_into) reads.
+    #[inline(always)]
+    pub(crate) fn parse_stage_line(
+        &mut self,
+        window: &[u8; 32],
+        len: usize,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Option<StageLine> {
+        let stage = stage_line::read(window, len)?;
+        if stage.odd != 0 {
+            self.report_odd(&window[..len], stage.odd, lineno, diag);
+        }
+        Some(stage)
     }
 
     /// Reads `line` (without its line end). `lineno` is 1-based, for the reports.

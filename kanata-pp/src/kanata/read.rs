@@ -45,6 +45,13 @@ impl KanataReader {
         }
     }
 
+    /// Whether a line is read as it is: the header is behind, and no prefix is to be taken
+    /// off (Q18).
+    #[inline(always)]
+    fn reads_plain_lines(&self) -> bool {
+        !self.in_header && self.prefix.is_none()
+    }
+
     /// Reads one line into `out`; `false` when there is nothing for the normalizer (already
     /// reported).
     ///
@@ -549,6 +556,7 @@ fn parse_lines_unsettled(
 ) -> Option<Result<u64, Error>> {
     let mut start = 0;
     let mut line_ends = LineEnds::new(block);
+    let mut plain = reader.reads_plain_lines();
     while start < block.len() {
         let (end, next) = match line_ends.next() {
             Some(end) => (end, end + 1),
@@ -559,6 +567,7 @@ fn parse_lines_unsettled(
         };
         at.number += 1;
         let number = at.number;
+        let line_start = start;
         let mut line = &block[start..end];
         start = next;
         if let [rest @ .., b'\r'] = line {
@@ -566,7 +575,28 @@ fn parse_lines_unsettled(
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
         let mut parsed = Line::Blank;
-        match reader.read(line, number, diag, &mut parsed) {
+        // Most lines, `S` and `E`, the short way (see `LineParser::parse_stage_line`).
+        let stage = match (plain, block[line_start..].first_chunk::<32>()) {
+            (true, Some(window)) => {
+                reader
+                    .parser
+                    .parse_stage_line(window, line.len(), number, diag)
+            }
+            _ => None,
+        };
+        let read = match stage {
+            Some(stage) => {
+                parsed = Line::Command(Command::Stage {
+                    end: stage.end,
+                    id: stage.id,
+                    lane: stage.lane,
+                    name: &line[stage.name_start..stage.name_end],
+                });
+                Ok(true)
+            }
+            None => reader.read(line, number, diag, &mut parsed),
+        };
+        match read {
             Ok(false) => {}
             // By reference, here and on to the normalizer (see `KanataReader::read`).
             Ok(true) => {
@@ -584,6 +614,7 @@ fn parse_lines_unsettled(
         if let Some(error) = strict_error(diag) {
             return Some(Err(error));
         }
+        plain = reader.reads_plain_lines();
     }
     None
 }

@@ -416,13 +416,20 @@ fn digits_in_word(bytes: &[u8]) -> Option<(i64, usize)> {
     if count == 0 {
         return Some((0, 0));
     }
+    Some((digits_value(values, count), count))
+}
+
+/// The value of the first `count` (1 to 8) digits of `values`, the bytes of a word less
+/// `'0'` each.
+#[inline(always)]
+pub(super) fn digits_value(values: u64, count: usize) -> i64 {
     // The digits moved to the top bytes, the last in the highest, zeros before them; then
     // pairs, fours and eights of digits combined by three multiplications.
     let digits = values << (8 * (8 - count));
     let pairs = digits.wrapping_mul(10 << 8 | 1) >> 8;
     let fours = (pairs & 0x00ff_00ff_00ff_00ff).wrapping_mul(100 << 16 | 1) >> 16;
     let eights = (fours & 0x0000_ffff_0000_ffff).wrapping_mul(10_000 << 32 | 1) >> 32;
-    Some((eights as i64, count))
+    eights as i64
 }
 
 /// [`digits_in_word`] a byte at a time, for any number of digits (the value wraps past 18).

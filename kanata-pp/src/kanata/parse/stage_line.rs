@@ -1,0 +1,330 @@
+//! `S` and `E` lines, most lines of a log, read from the classes of their bytes: the first 32
+//! bytes of the line are compared with a TAB, a space, the digits and a `/` 16 at a time,
+//! each class becomes a mask with a bit a byte, and the fields are found from the masks by
+//! bit counts instead of a byte at a time.
+//!
+//! [`read`] takes the lines [`super::fast::parse_into`] reads as `S` or `E` with TAB-separated
+//! fields, padded with spaces or not, and gives exactly what it gives; anything rarer (a `+`
+//! or a leading zero, other white space at the ends of the name, a `/`, a line longer than
+//! 32 bytes) is left to it.
+
+use super::fast::{Odd, Q1};
+
+/// The bytes of a line that are of each class the fields are told by, one bit each (bit 0
+/// for the line's first byte).
+#[derive(Clone, Copy)]
+struct Classes {
+    tab: u32,
+    space: u32,
+    digit: u32,
+    slash: u32,
+}
+
+/// An `S` or `E` line as [`read`] found it.
+pub(crate) struct StageLine {
+    /// `E`, not `S`.
+    pub(crate) end: bool,
+    pub(crate) id: i64,
+    pub(crate) lane: u32,
+    /// Where the name is in the line, trimmed of spaces.
+    pub(crate) name_start: usize,
+    pub(crate) name_end: usize,
+    /// The repairs the line needs: [`Q1`] for padding or trailing fields, or none.
+    pub(crate) odd: Odd,
+}
+
+/// Reads the `S` or `E` line of `len` bytes at the start of `window` (which goes on past the
+/// line's end: the bytes after it are not looked at); `None` for any other line, and for the
+/// rare `S` and `E` lines the field-by-field readers take.
+#[inline(always)]
+pub(crate) fn read(window: &[u8; 32], len: usize) -> Option<StageLine> {
+    let end = match window[0] {
+        b'S' => false,
+        b'E' => true,
+        _ => return None,
+    };
+    if window[1] != b'\t' || len > 32 {
+        return None;
+    }
+    let classes = classify(window, len);
+    if classes.slash != 0 {
+        // Perhaps a trailing comment (Q3).
+        return None;
+    }
+    // The TABs after the first, and the line end: the first ends the id, the next the lane,
+    // the next the name, and more means trailing fields (Q1). Each field is the bits
+    // between two ends, found by subtraction.
+    let ends = u64::from(classes.tab & !0b11) | 1 << len;
+    let id_end = ends & ends.wrapping_neg();
+    let ends = ends ^ id_end;
+    let lane_end = ends & ends.wrapping_neg();
+    let ends = ends ^ lane_end;
+    if ends == 0 {
+        return None;
+    }
+    let name_field_end = ends & ends.wrapping_neg();
+    let trailing = ends != name_field_end;
+    let id_field = (id_end - 0b100) as u32;
+    let lane_field = (lane_end - (id_end << 1)) as u32;
+    let name_field = (name_field_end - (lane_end << 1)) as u32;
+    let (id, id_spaced) = number(window, classes, id_field, 18)?;
+    let (lane, lane_spaced) = number(window, classes, lane_field, 9)?;
+    let name = name_field & !classes.space;
+    if name == 0 {
+        return None;
+    }
+    let name_start = name.trailing_zeros() as usize;
+    let name_end = 32 - name.leading_zeros() as usize;
+    // White space other than spaces at an end of the name (a CR, a form feed) is trimmed
+    // too: the field-by-field reader's to find.
+    if is_control_space(window[name_start]) || is_control_space(window[name_end - 1]) {
+        return None;
+    }
+    let trimmed = u64::from(name_field) != (1 << name_end) - (1 << name_start);
+    let odd = id_spaced | lane_spaced | trimmed | trailing;
+    Some(StageLine {
+        end,
+        id,
+        lane: lane as u32,
+        name_start,
+        name_end,
+        odd: if odd { Q1 } else { 0 },
+    })
+}
+
+/// The value of the number field whose bytes are the bits of `field` and whether spaces pad
+/// it: a run of at most `max_digits` decimal digits without a leading zero, perhaps with
+/// spaces around it. `None` for anything else.
+#[inline(always)]
+fn number(window: &[u8; 32], classes: Classes, field: u32, max_digits: u32) -> Option<(i64, bool)> {
+    let digits = field & !classes.space;
+    if digits == 0 || digits & !classes.digit != 0 {
+        return None;
+    }
+    let start = digits.trailing_zeros();
+    let run = digits >> start;
+    // One run of digits, no space between them.
+    if run & run.wrapping_add(1) != 0 {
+        return None;
+    }
+    let count = run.trailing_ones();
+    let start = start as usize;
+    if count > 1 && window[start] == b'0' {
+        // A leading zero: Q1's (or for a lane Q20's) to report.
+        return None;
+    }
+    let value = match window.get(start..start + 8) {
+        Some(word) if count <= 8 => {
+            let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
+            super::fast::digits_value(word ^ 0x3030_3030_3030_3030, count as usize)
+        }
+        _ if count <= max_digits => window[start..start + count as usize]
+            .iter()
+            .fold(0i64, |value, &digit| value * 10 + i64::from(digit - b'0')),
+        _ => return None,
+    };
+    Some((value, field & classes.space != 0))
+}
+
+/// A CR, a vertical TAB, a form feed: white space `trim` takes that is not a space or in a
+/// line's fields a TAB or a line end.
+#[inline(always)]
+fn is_control_space(byte: u8) -> bool {
+    matches!(byte, b'\r' | 0x0b | 0x0c)
+}
+
+/// The classes of the bytes of `window`, the TABs and slashes among the first `len` (at
+/// most 32) only.
+#[inline(always)]
+fn classify(window: &[u8; 32], len: usize) -> Classes {
+    let (low, high) = window.split_at(16);
+    let low = classify_16(low.try_into().expect("16 bytes"));
+    let high = classify_16(high.try_into().expect("16 bytes"));
+    let line = ((1u64 << len) - 1) as u32;
+    let join = |low: u16, high: u16| u32::from(high) << 16 | u32::from(low);
+    // Only the TABs and slashes are limited to the line: fields are found between TABs.
+    Classes {
+        tab: join(low.0, high.0) & line,
+        space: join(low.1, high.1),
+        digit: join(low.2, high.2),
+        slash: join(low.3, high.3) & line,
+    }
+}
+
+/// TABs, spaces, digits and slashes among 16 bytes: SSE2 comparisons, which every x86-64
+/// has.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn classify_16(sixteen: &[u8; 16]) -> (u16, u16, u16, u16) {
+    use safe_arch::{
+        add_i8_m128i, cmp_eq_mask_i8_m128i, cmp_lt_mask_i8_m128i, load_unaligned_m128i,
+        move_mask_i8_m128i, set_splat_i8_m128i,
+    };
+    let bytes = load_unaligned_m128i(sixteen);
+    let equal = |byte: u8| {
+        move_mask_i8_m128i(cmp_eq_mask_i8_m128i(bytes, set_splat_i8_m128i(byte as i8))) as u16
+    };
+    // Digits moved to the lowest ten signed bytes, -128 to -119.
+    let moved = add_i8_m128i(bytes, set_splat_i8_m128i((0x80u8 - b'0') as i8));
+    let digit = move_mask_i8_m128i(cmp_lt_mask_i8_m128i(moved, set_splat_i8_m128i(-118))) as u16;
+    (equal(b'\t'), equal(b' '), digit, equal(b'/'))
+}
+
+/// TABs, spaces, digits and slashes among 16 bytes.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+fn classify_16(sixteen: &[u8; 16]) -> (u16, u16, u16, u16) {
+    let mut classes = (0, 0, 0, 0);
+    for (at, &byte) in sixteen.iter().enumerate() {
+        classes.0 |= u16::from(byte == b'\t') << at;
+        classes.1 |= u16::from(byte == b' ') << at;
+        classes.2 |= u16::from(byte.is_ascii_digit()) << at;
+        classes.3 |= u16::from(byte == b'/') << at;
+    }
+    classes
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kanata::parse::{Command, Line};
+
+    /// `line` read by [`read`], with `after` following it in the window.
+    fn read_line(line: &[u8], after: &[u8]) -> Option<StageLine> {
+        let mut window = [b'\n'; 32];
+        let bytes: Vec<u8> = line.iter().chain(b"\n").chain(after).copied().collect();
+        let len = bytes.len().min(32);
+        window[..len].copy_from_slice(&bytes[..len]);
+        read(&window, line.len())
+    }
+
+    /// What the one-pass reader makes of `line`: the stage line and its repairs.
+    fn expected(line: &[u8]) -> Option<(bool, i64, u32, Vec<u8>, Odd)> {
+        let mut out = Line::Blank;
+        let odd = super::super::fast::parse_into(line, &mut out)?;
+        match out {
+            Line::Command(Command::Stage {
+                end,
+                id,
+                lane,
+                name,
+            }) => Some((end, id, lane, name.to_vec(), odd)),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn common_stage_lines_are_read_and_their_repairs_found() {
+        for (line, end, id, lane, name, odd) in [
+            (&b"S\t12\t0\tRn"[..], false, 12, 0, &b"Rn"[..], 0),
+            (b"E\t123456789\t3\tF", true, 123456789, 3, b"F", 0),
+            (b"S\t0\t0\tI D", false, 0, 0, b"I D", 0),
+            // Q1: padding, and trailing fields.
+            (b"S\t  12 \t 0\tIF  ", false, 12, 0, b"IF", Q1),
+            (b"S\t         0\t         0\tF\t", false, 0, 0, b"F", Q1),
+            (b"E\t7\t1\t IS\t\tx", true, 7, 1, b"IS", Q1),
+        ] {
+            let stage = read_line(line, b"S\t1\t2\t3/").expect("read");
+            let name_read = &line[stage.name_start..stage.name_end];
+            assert_eq!(
+                (stage.end, stage.id, stage.lane, name_read, stage.odd),
+                (end, id, lane, name, odd),
+                "{:?}",
+                line.escape_ascii().to_string()
+            );
+        }
+    }
+
+    #[test]
+    fn rarer_lines_are_left_to_the_other_readers() {
+        for line in [
+            &b"I\t0\t0\t0"[..],
+            b"S 1 0 F",         // Q19
+            b"S\t+1\t0\tF",     // Q1
+            b"S\t01\t0\tF",     // Q1
+            b"S\t1\t00\tF",     // Q20
+            b"S\t-1\t0\tF",     // Q12's to judge
+            b"S\t1\t0\tF // x", // Q3
+            b"S\t1\t0\t",       // no name
+            b"S\t1\t0\t  \tF",  // no name
+            b"S\t1\t0",         // no name
+            b"S\t1 2\t0\tF",    // not a number
+            b"S\t1\t0\tF\r",    // a CR trimmed off the name
+            b"S\t1\t0\t\x0bF",  // a vertical TAB trimmed off
+            b"S\t1234567890123456789\t0\tF",
+            b"S\t1\t0\tthirty-three bytes in this line",
+        ] {
+            assert!(
+                read_line(line, b"").is_none(),
+                "{:?}",
+                line.escape_ascii().to_string()
+            );
+        }
+    }
+
+    /// Random lines made of the pieces stage lines are made of, read by [`read`] and by the
+    /// one-pass reader: whatever `read` takes, it reads as that reader does.
+    #[test]
+    fn every_line_taken_is_read_as_the_one_pass_reader_reads_it() {
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let pieces: [&[u8]; 16] = [
+            b"\t",
+            b"\t",
+            b" ",
+            b"0",
+            b"1",
+            b"7",
+            b"42",
+            b"+",
+            b"-",
+            b"F",
+            b"Rn",
+            b"/",
+            b"\r",
+            b"\x0b",
+            b"\xc3\xa9",
+            b"  ",
+        ];
+        let mut taken = 0;
+        for _ in 0..300_000 {
+            let mut line = vec![[b'S', b'E', b'I', b'L'][next(4)]];
+            // Mostly the shape of a stage line, then a few pieces anywhere.
+            line.push(b'\t');
+            for field in 0..3 {
+                for _ in 0..next(3) {
+                    line.extend_from_slice(pieces[next(16)]);
+                }
+                line.extend_from_slice([&b"3"[..], b"15", b"IF"][field]);
+                for _ in 0..next(2) {
+                    line.extend_from_slice(pieces[next(16)]);
+                }
+                if field < 2 {
+                    line.push(b'\t');
+                }
+            }
+            line.truncate(line.len() - next(3).min(line.len() - 1));
+            let mut after = Vec::new();
+            for _ in 0..next(8) {
+                after.extend_from_slice(pieces[next(16)]);
+            }
+            let Some(stage) = read_line(&line, &after) else {
+                continue;
+            };
+            taken += 1;
+            let name = line[stage.name_start..stage.name_end].to_vec();
+            assert_eq!(
+                Some((stage.end, stage.id, stage.lane, name, stage.odd)),
+                expected(&line),
+                "{:?}",
+                line.escape_ascii().to_string()
+            );
+        }
+        assert!(taken > 10_000, "{taken} lines taken");
+    }
+}
