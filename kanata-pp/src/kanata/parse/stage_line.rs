@@ -107,9 +107,13 @@ fn number(window: &[u8; 32], classes: Classes, field: u32, max_digits: u32) -> O
     if run & run.wrapping_add(1) != 0 {
         return None;
     }
-    let count = run.trailing_ones();
     let start = start as usize;
-    if count > 1 && window[start] == b'0' {
+    if run == 1 {
+        // One digit, as most lanes and a tenth of ids are.
+        return Some((i64::from(window[start] - b'0'), field & classes.space != 0));
+    }
+    let count = run.trailing_ones();
+    if window[start] == b'0' {
         // A leading zero: Q1's (or for a lane Q20's) to report.
         return None;
     }
@@ -139,7 +143,12 @@ fn is_control_space(byte: u8) -> bool {
 fn classify(window: &[u8; 32], len: usize) -> Classes {
     let (low, high) = window.split_at(16);
     let low = classify_16(low.try_into().expect("16 bytes"));
-    let high = classify_16(high.try_into().expect("16 bytes"));
+    // Most canonical lines end in their first 16 bytes.
+    let high = if len < 16 {
+        (0, 0, 0, 0)
+    } else {
+        classify_16(high.try_into().expect("16 bytes"))
+    };
     let line = ((1u64 << len) - 1) as u32;
     let join = |low: u16, high: u16| u32::from(high) << 16 | u32::from(low);
     // Only the TABs and slashes are limited to the line: fields are found between TABs.
