@@ -614,7 +614,11 @@ fn parse_lines_unsettled(
         if let Some(error) = strict_error(diag) {
             return Some(Err(error));
         }
-        plain = reader.reads_plain_lines();
+        // Once plain, for good: the header is behind for the rest of the input, and the
+        // prefix never changes. Looked up again only until then.
+        if !plain {
+            plain = reader.reads_plain_lines();
+        }
     }
     None
 }
