@@ -625,6 +625,20 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         };
         let lane_number = lane;
         let lane = Lane::new(lane);
+        if !self.repairs.dedupe && !self.repairs.stretch_zero {
+            // No repair that looks at the open stages is asked for (so no `E` is held
+            // either): the writer enters, or leaves the open stage `E` names. An `E` for
+            // another stage is reported below.
+            let writer = self.writer();
+            if !end {
+                writer.enter(insn, lane, stage)?;
+                return Ok(());
+            }
+            if writer.open_stage(insn, lane) == Some(stage) {
+                writer.leave(insn, lane)?;
+                return Ok(());
+            }
+        }
         let dedupe = self.repairs.dedupe;
         let deferred = self
             .deferred_ends
