@@ -195,11 +195,16 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     /// a batch), which `text_of` turns into text: only the pieces used, when they are used
     /// (the whole line turned at once, on every line of a batch, cost 28 M of 618 M
     /// instructions on a 15 MB canonical trace).
+    ///
+    /// `label_ends` tells, when asked (for a label only), whether the caller knows the next
+    /// line does not go on with the label (Q8): the label is then written at once rather
+    /// than held until that line.
     #[inline(always)]
     pub(crate) fn parsed<'t, T: Copy>(
         &mut self,
         parsed: &Line<T>,
         text_of: impl Fn(T) -> &'t [u8],
+        label_ends: impl FnOnce() -> bool,
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
@@ -227,6 +232,14 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 name,
             }) if self.phase == Phase::Body && self.stretch.held.is_empty() => {
                 self.stage(end, id, lane, text_of(name), lineno, diag)
+            }
+            // Held as `command` would hold it, then written when the next line comes, as
+            // `flush_label` would write it: written now, without copying its text (2% of
+            // the instructions of a canonical trace's conversion).
+            Line::Command(Command::Label { id, kind, text })
+                if self.phase == Phase::Body && self.stretch.held.is_empty() && label_ends() =>
+            {
+                self.write_label(id, kind, text_of(text), lineno, diag)
             }
             Line::Command(command) => self.command(&command.map(text_of), lineno, diag),
             Line::Blank => {

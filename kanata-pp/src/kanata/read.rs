@@ -287,7 +287,7 @@ pub(crate) fn run<W: Write + Send + 'static>(
                         &mut at,
                         diag,
                         |number, parsed, diag| {
-                            normalizer.parsed(parsed, |piece| piece, number, diag)
+                            normalizer.parsed(parsed, |piece| piece, || false, number, diag)
                         },
                     );
                     if let Some(Err(error)) = stop {
@@ -295,9 +295,16 @@ pub(crate) fn run<W: Write + Send + 'static>(
                     }
                 }
                 let text: &[u8] = &batch.text;
-                for item in &batch.items {
+                let items = &batch.items;
+                for (at, item) in items.iter().enumerate() {
                     let text_of = |span: Span| span.of(text);
-                    normalizer.parsed(&item.parsed, text_of, item.number, diag)?;
+                    // The last line of a batch has its next line in the next batch.
+                    let label_ends = || {
+                        items
+                            .get(at + 1)
+                            .is_some_and(|next| !matches!(next.parsed, Line::Other(_)))
+                    };
+                    normalizer.parsed(&item.parsed, text_of, label_ends, item.number, diag)?;
                     if let Some(error) = strict_error(diag) {
                         return Err(error);
                     }
