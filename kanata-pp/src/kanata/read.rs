@@ -827,4 +827,68 @@ mod tests {
         let lines: Vec<u64> = q3.iter().map(|e| e.line).collect();
         assert_eq!(lines, [120_004, 120_005]);
     }
+
+    /// The batch path on one thread, for counting its instructions (BENCHMARKS.md, issue
+    /// 20): the file `KANATA_PP_BATCH_INPUT` cut into blocks, each parsed into a batch's
+    /// items as the reading thread does, then the items normalized as `--check` does
+    /// (`KANATA_PP_BATCH_PARSE_ONLY` set: parsed only). Run under callgrind:
+    ///
+    /// ```sh
+    /// cargo test --release -p kanata-pp --lib --no-run   # prints the test binary, BIN
+    /// KANATA_PP_BATCH_INPUT=FILE valgrind --tool=callgrind BIN --ignored --exact \
+    ///     kanata::read::tests::batch_path_over_a_file
+    /// ```
+    #[test]
+    #[ignore = "a benchmark: needs KANATA_PP_BATCH_INPUT"]
+    fn batch_path_over_a_file() {
+        let path = std::env::var_os("KANATA_PP_BATCH_INPUT").expect("KANATA_PP_BATCH_INPUT");
+        let parse_only = std::env::var_os("KANATA_PP_BATCH_PARSE_ONLY").is_some();
+        let input = std::fs::read(path).expect("the input");
+        let mut builder = WriterBuilder::new();
+        builder
+            .compression(kanata_writer::Compression::None)
+            .discard(true);
+        let mut normalizer = KanataNormalizer::new(builder, std::io::sink(), Repairs::default());
+        let mut diag = Diagnostics::new(3, false);
+        let mut reader = KanataReader::new(None);
+        let mut at = Position {
+            number: 0,
+            eof: false,
+            unterminated: false,
+        };
+        let mut batch = Batch::default();
+        let mut start = 0;
+        while start < input.len() {
+            let mut end = (start + BLOCK).min(input.len());
+            if end < input.len() {
+                let last = memchr::memrchr(b'\n', &input[start..end]).expect("a line end");
+                end = start + last + 1;
+            }
+            batch.text.clear();
+            batch.rebuilt.clear();
+            batch.items.clear();
+            batch.text.extend_from_slice(&input[start..end]);
+            start = end;
+            assert!(parse_block(&mut batch, &mut reader, &mut at, &mut diag).is_none());
+            if parse_only {
+                continue;
+            }
+            let text: &[u8] = &batch.text;
+            let items = &batch.items;
+            for (at, item) in items.iter().enumerate() {
+                let label_ends = || {
+                    items
+                        .get(at + 1)
+                        .is_some_and(|next| !matches!(next.parsed, Line::Other(_)))
+                };
+                let text_of = |span: Span| span.of(text);
+                normalizer
+                    .parsed(&item.parsed, text_of, label_ends, item.number, &mut diag)
+                    .expect("normalized");
+            }
+        }
+        if !parse_only {
+            normalizer.finish(&mut diag).expect("finished");
+        }
+    }
 }
