@@ -16,7 +16,7 @@ use crate::diag::{Diagnostics, Rule};
 mod fast;
 mod stage_line;
 
-pub(crate) use stage_line::StageLine;
+use stage_line::StageLine;
 
 /// The Q1 report of a command line that was padded or had trailing fields (both readers).
 const Q1_COMMAND: &str = "padded number, white space or trailing empty field";

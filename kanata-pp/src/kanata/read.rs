@@ -172,6 +172,17 @@ struct Batch {
     end: Option<Result<u64, Error>>,
 }
 
+impl Batch {
+    /// Empty, for the next block (its buffers kept).
+    fn clear(&mut self) {
+        self.text.clear();
+        self.rebuilt.clear();
+        self.items.clear();
+        self.unparsed_from = None;
+        self.end = None;
+    }
+}
+
 impl Span {
     /// The piece of a batch's `text` the span is.
     #[inline(always)]
@@ -298,12 +309,7 @@ pub(crate) fn run<W: Write + Send + 'static>(
                 let items = &batch.items;
                 for (at, item) in items.iter().enumerate() {
                     let text_of = |span: Span| span.of(text);
-                    // The last line of a batch has its next line in the next batch.
-                    let label_ends = || {
-                        items
-                            .get(at + 1)
-                            .is_some_and(|next| !matches!(next.parsed, Line::Other(_)))
-                    };
+                    let label_ends = || label_ends_after(items, at);
                     normalizer.parsed(&item.parsed, text_of, label_ends, item.number, diag)?;
                     if let Some(error) = strict_error(diag) {
                         return Err(error);
@@ -340,6 +346,15 @@ pub(crate) fn run<W: Write + Send + 'static>(
         return Err(error);
     }
     Ok((finished, lines))
+}
+
+/// Whether the line after `items[at]` is known not to go on with a label (Q8): the last
+/// line of a batch has its next line in the next batch.
+#[inline(always)]
+fn label_ends_after(items: &[Item], at: usize) -> bool {
+    items
+        .get(at + 1)
+        .is_some_and(|next| !matches!(next.parsed, Line::Other(_)))
 }
 
 /// Bytes read into a batch at a time. A quarter of a megabyte, so that a block and its
@@ -379,10 +394,7 @@ fn read_batches(
     let mut carry = Vec::new();
     loop {
         let mut batch = empty.try_recv().unwrap_or_default();
-        batch.text.clear();
-        batch.rebuilt.clear();
-        batch.items.clear();
-        batch.unparsed_from = None;
+        batch.clear();
         batch.text.extend_from_slice(&carry);
         carry.clear();
         batch.end = fill(&mut input, &mut batch.text, &mut at).err();
@@ -864,9 +876,7 @@ mod tests {
                 let last = memchr::memrchr(b'\n', &input[start..end]).expect("a line end");
                 end = start + last + 1;
             }
-            batch.text.clear();
-            batch.rebuilt.clear();
-            batch.items.clear();
+            batch.clear();
             batch.text.extend_from_slice(&input[start..end]);
             start = end;
             assert!(parse_block(&mut batch, &mut reader, &mut at, &mut diag).is_none());
@@ -876,11 +886,7 @@ mod tests {
             let text: &[u8] = &batch.text;
             let items = &batch.items;
             for (at, item) in items.iter().enumerate() {
-                let label_ends = || {
-                    items
-                        .get(at + 1)
-                        .is_some_and(|next| !matches!(next.parsed, Line::Other(_)))
-                };
+                let label_ends = || label_ends_after(items, at);
                 let text_of = |span: Span| span.of(text);
                 normalizer
                     .parsed(&item.parsed, text_of, label_ends, item.number, &mut diag)

@@ -91,7 +91,7 @@ pub(crate) fn contains(bytes: &[u8], byte: u8) -> bool {
 /// The bytes equal to `byte` among 16, one bit each: one SSE2 comparison.
 #[cfg(target_arch = "x86_64")]
 #[inline(always)]
-fn matches_in_16(sixteen: &[u8; 16], byte: u8) -> u16 {
+pub(crate) fn matches_in_16(sixteen: &[u8; 16], byte: u8) -> u16 {
     use safe_arch::{
         cmp_eq_mask_i8_m128i, load_unaligned_m128i, move_mask_i8_m128i, set_splat_i8_m128i,
     };
@@ -102,9 +102,32 @@ fn matches_in_16(sixteen: &[u8; 16], byte: u8) -> u16 {
 /// The bytes equal to `byte` among 16, one bit each.
 #[cfg(not(target_arch = "x86_64"))]
 #[inline(always)]
-fn matches_in_16(sixteen: &[u8; 16], byte: u8) -> u16 {
+pub(crate) fn matches_in_16(sixteen: &[u8; 16], byte: u8) -> u16 {
     sixteen.iter().enumerate().fold(0, |mask, (at, &found)| {
         mask | u16::from(found == byte) << at
+    })
+}
+
+/// The decimal digits among 16 bytes, one bit each: SSE2, the digits moved to the lowest ten
+/// signed bytes (-128 to -119) and compared once.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn digits_in_16(sixteen: &[u8; 16]) -> u16 {
+    use safe_arch::{
+        add_i8_m128i, cmp_lt_mask_i8_m128i, load_unaligned_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let bytes = load_unaligned_m128i(sixteen);
+    let moved = add_i8_m128i(bytes, set_splat_i8_m128i((0x80u8 - b'0') as i8));
+    move_mask_i8_m128i(cmp_lt_mask_i8_m128i(moved, set_splat_i8_m128i(-118))) as u16
+}
+
+/// The decimal digits among 16 bytes, one bit each.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn digits_in_16(sixteen: &[u8; 16]) -> u16 {
+    sixteen.iter().enumerate().fold(0, |mask, (at, &found)| {
+        mask | u16::from(found.is_ascii_digit()) << at
     })
 }
 

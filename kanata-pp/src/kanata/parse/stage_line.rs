@@ -9,6 +9,8 @@
 //! 32 bytes) is left to it.
 
 use super::fast::{Odd, Q1};
+use super::is_space;
+use crate::kanata::scan::{digits_in_16, matches_in_16};
 
 /// The bytes of a line that are of each class the fields are told by, one bit each (bit 0
 /// for the line's first byte).
@@ -75,9 +77,9 @@ pub(crate) fn read(window: &[u8; 32], len: usize) -> Option<StageLine> {
     }
     let name_start = name.trailing_zeros() as usize;
     let name_end = 32 - name.leading_zeros() as usize;
-    // White space other than spaces at an end of the name (a CR, a form feed) is trimmed
-    // too: the field-by-field reader's to find.
-    if is_control_space(window[name_start]) || is_control_space(window[name_end - 1]) {
+    // White space other than spaces at an end of the name (a CR, a form feed; a TAB or a
+    // line end cannot be there) is trimmed too: the field-by-field reader's to find.
+    if is_space(window[name_start]) || is_space(window[name_end - 1]) {
         return None;
     }
     let trimmed = u64::from(name_field) != (1 << name_end) - (1 << name_start);
@@ -130,13 +132,6 @@ fn number(window: &[u8; 32], classes: Classes, field: u32, max_digits: u32) -> O
     Some((value, field & classes.space != 0))
 }
 
-/// A CR, a vertical TAB, a form feed: white space `trim` takes that is not a space or in a
-/// line's fields a TAB or a line end.
-#[inline(always)]
-fn is_control_space(byte: u8) -> bool {
-    matches!(byte, b'\r' | 0x0b | 0x0c)
-}
-
 /// The classes of the bytes of `window`, the TABs and slashes among the first `len` (at
 /// most 32) only.
 #[inline(always)]
@@ -160,37 +155,15 @@ fn classify(window: &[u8; 32], len: usize) -> Classes {
     }
 }
 
-/// TABs, spaces, digits and slashes among 16 bytes: SSE2 comparisons, which every x86-64
-/// has.
-#[cfg(target_arch = "x86_64")]
+/// TABs, spaces, digits and slashes among 16 bytes (SSE2 on x86-64, `scan.rs`'s).
 #[inline(always)]
 fn classify_16(sixteen: &[u8; 16]) -> (u16, u16, u16, u16) {
-    use safe_arch::{
-        add_i8_m128i, cmp_eq_mask_i8_m128i, cmp_lt_mask_i8_m128i, load_unaligned_m128i,
-        move_mask_i8_m128i, set_splat_i8_m128i,
-    };
-    let bytes = load_unaligned_m128i(sixteen);
-    let equal = |byte: u8| {
-        move_mask_i8_m128i(cmp_eq_mask_i8_m128i(bytes, set_splat_i8_m128i(byte as i8))) as u16
-    };
-    // Digits moved to the lowest ten signed bytes, -128 to -119.
-    let moved = add_i8_m128i(bytes, set_splat_i8_m128i((0x80u8 - b'0') as i8));
-    let digit = move_mask_i8_m128i(cmp_lt_mask_i8_m128i(moved, set_splat_i8_m128i(-118))) as u16;
-    (equal(b'\t'), equal(b' '), digit, equal(b'/'))
-}
-
-/// TABs, spaces, digits and slashes among 16 bytes.
-#[cfg(not(target_arch = "x86_64"))]
-#[inline(always)]
-fn classify_16(sixteen: &[u8; 16]) -> (u16, u16, u16, u16) {
-    let mut classes = (0, 0, 0, 0);
-    for (at, &byte) in sixteen.iter().enumerate() {
-        classes.0 |= u16::from(byte == b'\t') << at;
-        classes.1 |= u16::from(byte == b' ') << at;
-        classes.2 |= u16::from(byte.is_ascii_digit()) << at;
-        classes.3 |= u16::from(byte == b'/') << at;
-    }
-    classes
+    (
+        matches_in_16(sixteen, b'\t'),
+        matches_in_16(sixteen, b' '),
+        digits_in_16(sixteen),
+        matches_in_16(sixteen, b'/'),
+    )
 }
 
 #[cfg(test)]
