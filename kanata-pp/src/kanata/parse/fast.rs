@@ -177,7 +177,7 @@ fn parse_spaced<'a>(
 ) -> Option<Odd> {
     // A `/` may start a trailing comment (Q3), except in a label.
     let slash = if first == b'L' { b'\t' } else { b'/' };
-    if memchr::memchr2(b'\t', slash, line).is_some() {
+    if crate::kanata::scan::contains_either(line, b'\t', slash) {
         return None;
     }
     let mut at = name_end;
