@@ -6,7 +6,8 @@
 //! instructions a label, 40 a line end). Here bytes are compared 16 at a time with SSE2,
 //! which every x86-64 has, through `safe_arch` (the workspace forbids `unsafe`), and the
 //! line ends of a block 64 bytes at a time into a mask, each line end then one bit to take
-//! out of it. Other architectures compare a byte at a time.
+//! out of it; a stretch shorter than 16 bytes as two words of 8 that may overlap (a byte at
+//! a time under 8). Other architectures compare a byte at a time.
 
 /// The positions of the `\n`s in a block, in order.
 pub(crate) struct LineEnds<'a> {
