@@ -11,6 +11,11 @@
 //! that nothing names again. Once more than [`LIVE_SPAN`] are live (and ids increase), the
 //! oldest move from the map to a vector sorted by input id, 16 bytes each, where they are
 //! found by binary search; one that is named again moves back.
+//!
+//! Every `S`, `E`, `L` and `R` line names a live instruction, most of them one declared a
+//! few hundred lines before: a small ring indexed by the id's low bits remembers the live
+//! instructions declared last, and finds most of them with one load and one compare before
+//! the map is hashed.
 
 use std::collections::HashMap;
 use std::collections::VecDeque;
@@ -23,6 +28,13 @@ pub(crate) const PRODUCER_HORIZON: u64 = 1 << 20;
 
 /// How many live instructions the map holds before the oldest move to [`Ids::old`].
 pub(crate) const LIVE_SPAN: usize = 1 << 16;
+
+/// Slots of [`Ids::recent_live`] (a power of two): more than the instructions a pipeline
+/// holds in flight, so that with increasing ids the live ones rarely share a slot.
+const RING: usize = 1 << 12;
+
+/// A free slot of [`Ids::recent_live`]: no live instruction has this output id.
+const FREE: (i64, InsnId) = (0, InsnId::from_raw(u64::MAX));
 
 /// A multiplicative hash for integer keys: file ids are mostly sequential, and SipHash's
 /// resistance to chosen keys buys nothing here.
@@ -83,6 +95,10 @@ pub(crate) enum Resolved {
 /// to such a map, built once from the ids kept.
 pub(crate) struct Ids<L> {
     live: IdMap<i64, (InsnId, L)>,
+    /// Live instructions by the low bits of their input id: the one declared last of those
+    /// that share a slot, while it is live ([`FREE`] otherwise). A cache of what `live` and
+    /// `old` hold, never the only place an instruction is.
+    recent_live: Box<[(i64, InsnId)]>,
     /// Finished instructions by input id, the most recent instance of each; only once ids are
     /// no longer increasing.
     finished: Option<IdMap<i64, InsnId>>,
@@ -107,6 +123,7 @@ impl<L: Default + PartialEq> Ids<L> {
     pub(crate) fn new() -> Ids<L> {
         Ids {
             live: IdMap::default(),
+            recent_live: vec![FREE; RING].into_boxed_slice(),
             finished: None,
             recent: VecDeque::new(),
             recent_base: 0,
@@ -185,9 +202,24 @@ impl<L: Default + PartialEq> Ids<L> {
         }
     }
 
+    /// The slot of [`Ids::recent_live`] for `id`.
+    #[inline(always)]
+    fn ring_slot(id: i64) -> usize {
+        id as usize % RING
+    }
+
     /// What `id` names now.
     #[inline(always)]
     pub(crate) fn resolve(&self, id: i64) -> Resolved {
+        let (recent, insn) = self.recent_live[Self::ring_slot(id)];
+        if recent == id && insn != FREE.1 {
+            return Resolved::Live(insn);
+        }
+        self.resolve_in_maps(id)
+    }
+
+    /// [`Ids::resolve`] for an id the ring does not hold.
+    fn resolve_in_maps(&self, id: i64) -> Resolved {
         if let Some(&(insn, _)) = self.live.get(&id) {
             return Resolved::Live(insn);
         }
@@ -221,6 +253,7 @@ impl<L: Default + PartialEq> Ids<L> {
             finished.remove(&id);
         }
         self.live.insert(id, (insn, keep));
+        self.recent_live[Self::ring_slot(id)] = (id, insn);
         if self.live.len() > LIVE_SPAN && self.finished.is_none() {
             self.demote();
         }
@@ -259,6 +292,10 @@ impl<L: Default + PartialEq> Ids<L> {
             Some(entry) => entry,
             None => self.take_old(id)?,
         };
+        let slot = &mut self.recent_live[Self::ring_slot(id)];
+        if slot.0 == id {
+            *slot = FREE;
+        }
         if let Some(finished) = &mut self.finished {
             if out_id(insn) >= self.recent_base {
                 finished.insert(id, insn);
@@ -315,6 +352,35 @@ mod tests {
             Resolved::Finished(insn(3)),
             "the most recent instance"
         );
+    }
+
+    #[test]
+    fn ids_that_share_a_ring_slot_resolve_as_the_maps_say() {
+        let mut ids = Ids::<()>::new();
+        let ring = RING as i64;
+        let (a, b, c) = (5, 5 + ring, 5 - ring);
+        ids.begin(a, insn(0), ());
+        ids.begin(b, insn(1), ());
+        assert_eq!(
+            ids.resolve(a),
+            Resolved::Live(insn(0)),
+            "pushed out of the ring"
+        );
+        assert_eq!(ids.resolve(b), Resolved::Live(insn(1)));
+        // Ending the one the ring does not hold leaves the ring alone.
+        ids.end(a);
+        assert_eq!(ids.resolve(a), Resolved::Finished(insn(0)));
+        assert_eq!(ids.resolve(b), Resolved::Live(insn(1)));
+        ids.end(b);
+        assert_eq!(ids.resolve(b), Resolved::Finished(insn(1)));
+        // A negative id, and an id of 0 in a free slot.
+        ids.begin(c, insn(2), ());
+        assert_eq!(ids.resolve(c), Resolved::Live(insn(2)));
+        assert_eq!(ids.resolve(0), Resolved::Unknown);
+        // The same id declared again while live: the new instruction.
+        ids.end(c);
+        ids.begin(c, insn(3), ());
+        assert_eq!(ids.resolve(c), Resolved::Live(insn(3)));
     }
 
     #[test]
