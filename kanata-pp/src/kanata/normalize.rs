@@ -153,6 +153,8 @@ pub(crate) struct KanataNormalizer<W: Write + Send + 'static> {
     repairs: Repairs,
     ids: Ids<LiveInsn>,
     stages: StageNames,
+    /// The names the reading thread numbered, by number, with their stages once known.
+    numbered: Vec<(Box<[u8]>, Option<Stage>)>,
     pending: PendingLabel,
     phase: Phase,
     /// Q13: whether `R` types are written as `'0'`/`'1'` (48/49), decided at the first typed
@@ -181,6 +183,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             repairs,
             ids: Ids::new(),
             stages: StageNames::default(),
+            numbered: Vec::new(),
             pending: PendingLabel::default(),
             phase: Phase::BeforeCommands,
             retire_48: None,
@@ -636,22 +639,145 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         let Some(stage) = self.stage_handle(name, lineno, diag) else {
             return Ok(());
         };
+        if self.enter_or_leave(end, insn, lane, stage)? {
+            return Ok(());
+        }
+        self.stage_with_repairs(end, id, insn, lane, stage, name, lineno, diag)
+    }
+
+    /// The names of the stages the reading thread numbered, from number `self.numbered.len()`
+    /// on, in the order of their numbers (see [`KanataNormalizer::numbered_stage`]).
+    pub(crate) fn number_stages<'n>(&mut self, names: impl Iterator<Item = &'n [u8]>) {
+        self.numbered
+            .extend(names.map(|name| (Box::<[u8]>::from(name), None)));
+    }
+
+    /// Takes an `S` or `E` line whose stage name the reading thread gave the number `name`
+    /// (announced by [`KanataNormalizer::number_stages`]): exactly what [`Self::parsed`]
+    /// does with the line, without looking at the name's text unless a repair needs it.
+    #[inline(always)]
+    pub(crate) fn numbered_stage(
+        &mut self,
+        end: bool,
+        id: i64,
+        lane: u32,
+        name: u8,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if self.pending.active || self.phase != Phase::Body || !self.stretch.held.is_empty() {
+            return self.numbered_stage_as_line(end, id, lane, name, lineno, diag);
+        }
+        self.stage_numbered(end, id, lane, name, lineno, diag)
+    }
+
+    /// [`Self::numbered_stage`] where the line needs [`Self::parsed`]'s checks: a label is
+    /// held, the writer is not made yet, or commands are held back (Q17).
+    #[cold]
+    #[inline(never)]
+    fn numbered_stage_as_line(
+        &mut self,
+        end: bool,
+        id: i64,
+        lane: u32,
+        name: u8,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        // Taken out while the line is normalized, which needs `self` whole.
+        let text = std::mem::take(&mut self.numbered[usize::from(name)].0);
+        let line = Line::Command(Command::Stage {
+            end,
+            id,
+            lane,
+            name: &text[..],
+        });
+        let result = self.parsed(&line, |piece| piece, || false, lineno, diag);
+        self.numbered[usize::from(name)].0 = text;
+        result
+    }
+
+    /// [`Self::stage`] for a numbered name.
+    #[inline(never)]
+    fn stage_numbered(
+        &mut self,
+        end: bool,
+        id: i64,
+        lane: u32,
+        name: u8,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let command = if end { b'E' } else { b'S' };
+        let Some(insn) = self.live_insn(id, command, lineno, diag) else {
+            return Ok(());
+        };
+        let number = usize::from(name);
+        let stage = match self.numbered[number].1 {
+            Some(stage) => stage,
+            None => {
+                let text = std::mem::take(&mut self.numbered[number].0);
+                let stage = self.stage_handle(&text, lineno, diag);
+                self.numbered[number] = (text, stage);
+                let Some(stage) = stage else {
+                    return Ok(());
+                };
+                stage
+            }
+        };
+        if self.enter_or_leave(end, insn, lane, stage)? {
+            return Ok(());
+        }
+        let text = std::mem::take(&mut self.numbered[number].0);
+        let result = self.stage_with_repairs(end, id, insn, lane, stage, &text, lineno, diag);
+        self.numbered[number].0 = text;
+        result
+    }
+
+    /// The common `S` and `E`: when no repair that looks at the open stages is asked for (so
+    /// no `E` is held either), the writer enters, or leaves the open stage an `E` names.
+    /// `false` when the line needs [`Self::stage_with_repairs`]: a repair is asked for, or
+    /// the `E` names a stage that is not open (reported there).
+    #[inline(always)]
+    fn enter_or_leave(
+        &mut self,
+        end: bool,
+        insn: kanata_writer::InsnId,
+        lane: u32,
+        stage: Stage,
+    ) -> Result<bool, Error> {
+        if self.repairs.dedupe || self.repairs.stretch_zero {
+            return Ok(false);
+        }
+        let lane = Lane::new(lane);
+        let writer = self.writer();
+        if !end {
+            writer.enter(insn, lane, stage)?;
+            return Ok(true);
+        }
+        if writer.open_stage(insn, lane) == Some(stage) {
+            writer.leave(insn, lane)?;
+            return Ok(true);
+        }
+        Ok(false)
+    }
+
+    /// An `S` or `E` of the live instruction `insn` (input id `id`), with the repairs that
+    /// look at the open stages (Q7, Q16, Q17).
+    #[allow(clippy::too_many_arguments)]
+    fn stage_with_repairs(
+        &mut self,
+        end: bool,
+        id: i64,
+        insn: kanata_writer::InsnId,
+        lane: u32,
+        stage: Stage,
+        name: &[u8],
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
         let lane_number = lane;
         let lane = Lane::new(lane);
-        if !self.repairs.dedupe && !self.repairs.stretch_zero {
-            // No repair that looks at the open stages is asked for (so no `E` is held
-            // either): the writer enters, or leaves the open stage `E` names. An `E` for
-            // another stage is reported below.
-            let writer = self.writer();
-            if !end {
-                writer.enter(insn, lane, stage)?;
-                return Ok(());
-            }
-            if writer.open_stage(insn, lane) == Some(stage) {
-                writer.leave(insn, lane)?;
-                return Ok(());
-            }
-        }
         let dedupe = self.repairs.dedupe;
         let deferred = self
             .deferred_ends

@@ -23,6 +23,7 @@ use crate::input::progress::Progress;
 use crate::kanata::normalize::KanataNormalizer;
 use crate::kanata::parse::{Command, Line, LineParser};
 use crate::kanata::scan::LineEnds;
+use crate::kanata::stage_names::StageNames;
 
 /// Batches in flight between the threads; a few bound the memory a fast reader can take.
 const BATCHES_IN_FLIGHT: usize = 4;
@@ -154,6 +155,100 @@ struct Item {
     parsed: Line<Span>,
 }
 
+/// An `S` or `E` line of a batch, most lines of a log, in a third of an [`Item`]'s bytes:
+/// its stage name a number the reading thread gives each name ([`StageNumbers`]), so that
+/// the normalizer finds the stage by indexing, not by hashing the name.
+#[derive(Clone, Copy, Debug)]
+struct StageOp {
+    id: i64,
+    /// The line's number, from the batch's first line (0).
+    line: u32,
+    lane: u16,
+    name: u8,
+    end: bool,
+}
+
+/// Slots of [`StageNumbers::short`] (a power of two).
+const SHORT_SLOTS: usize = 64;
+
+/// The numbers the reading thread gives stage names: one byte each, for the first 256
+/// names of the log (the others' lines cross as [`Item`]s).
+struct StageNumbers {
+    /// The numbers of names of up to 7 bytes by [`StageNumbers::key`], each at the first
+    /// free slot from the one its key hashes to, for the first names only (half the slots,
+    /// so that a probe ends soon; never evicted, as in [`StageNames`]): most lines find
+    /// their name here with one load, from the block, and one compare.
+    short: [(u64, u8); SHORT_SLOTS],
+    short_names: usize,
+    names: StageNames<u8>,
+    count: usize,
+}
+
+impl Default for StageNumbers {
+    fn default() -> Self {
+        StageNumbers {
+            // No key is 0: a key holds its name's length, which is not.
+            short: [(0, 0); SHORT_SLOTS],
+            short_names: 0,
+            names: StageNames::default(),
+            count: 0,
+        }
+    }
+}
+
+impl StageNumbers {
+    /// The number of `name`, a slice of `block` or not; a new name is numbered and handed to
+    /// `new` (in the order of the numbers). `None` once 256 names are numbered.
+    #[inline(always)]
+    fn number(&mut self, name: &[u8], block: &[u8], new: impl FnOnce()) -> Option<u8> {
+        let Some(key) = Self::key(name, block) else {
+            return self.number_of_any(name, new);
+        };
+        let mut slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
+        loop {
+            let (short, number) = self.short[slot];
+            if short == key {
+                return Some(number);
+            }
+            if short == 0 {
+                break;
+            }
+            slot = (slot + 1) % SHORT_SLOTS;
+        }
+        let number = self.number_of_any(name, new)?;
+        if self.short_names < SHORT_SLOTS / 2 {
+            self.short[slot] = (key, number);
+            self.short_names += 1;
+        }
+        Some(number)
+    }
+
+    /// A name of 1 to 7 bytes in `block` and its length, in one word read from where it is
+    /// (`None` for other names, and where the block ends before 8 bytes).
+    #[inline(always)]
+    fn key(name: &[u8], block: &[u8]) -> Option<u64> {
+        if name.is_empty() || name.len() > 7 {
+            return None;
+        }
+        let offset = (name.as_ptr() as usize).wrapping_sub(block.as_ptr() as usize);
+        let word = block.get(offset..)?.first_chunk::<8>()?;
+        let bytes = u64::from_le_bytes(*word) & ((1 << (8 * name.len())) - 1);
+        Some(bytes | (name.len() as u64) << 56)
+    }
+
+    #[inline(never)]
+    fn number_of_any(&mut self, name: &[u8], new: impl FnOnce()) -> Option<u8> {
+        if let Some(number) = self.names.get(name) {
+            return Some(number);
+        }
+        let number = u8::try_from(self.count).ok()?;
+        self.names.insert(name, number);
+        self.count += 1;
+        new();
+        Some(number)
+    }
+}
+
 /// Parsed lines on their way from the reading thread to the normalizer.
 #[derive(Default)]
 struct Batch {
@@ -164,6 +259,12 @@ struct Batch {
     /// The rebuilt label text, while the block is parsed.
     rebuilt: Vec<u8>,
     items: Vec<Item>,
+    /// The `S` and `E` lines among the items, in order (see [`normalize_batch`]).
+    stage_ops: Vec<StageOp>,
+    /// The text of the stage names numbered in this batch, in the order of their numbers.
+    new_names: Vec<Span>,
+    /// The number of the block's first line.
+    first_line: u64,
     /// `Some(n)` when `text` is left for the normalizer to parse: whole lines, the first of
     /// them line `n`. `items` is empty then.
     unparsed_from: Option<u64>,
@@ -178,6 +279,8 @@ impl Batch {
         self.text.clear();
         self.rebuilt.clear();
         self.items.clear();
+        self.stage_ops.clear();
+        self.new_names.clear();
         self.unparsed_from = None;
         self.end = None;
     }
@@ -305,16 +408,7 @@ pub(crate) fn run<W: Write + Send + 'static>(
                         return Err(error);
                     }
                 }
-                let text: &[u8] = &batch.text;
-                let items = &batch.items;
-                for (at, item) in items.iter().enumerate() {
-                    let text_of = |span: Span| span.of(text);
-                    let label_ends = || label_ends_after(items, at);
-                    normalizer.parsed(&item.parsed, text_of, label_ends, item.number, diag)?;
-                    if let Some(error) = strict_error(diag) {
-                        return Err(error);
-                    }
-                }
+                normalize_batch(&mut normalizer, &batch, diag)?;
                 end = batch.end.take();
                 if end.is_some() {
                     break;
@@ -385,6 +479,7 @@ fn read_batches(
     empty: mpsc::Receiver<Batch>,
 ) {
     let mut reader = KanataReader::new(prefix);
+    let mut numbers = StageNumbers::default();
     let mut at = Position {
         number: 0,
         eof: false,
@@ -415,7 +510,7 @@ fn read_batches(
                 batch.unparsed_from = Some(at.number + 1);
                 at.number += count_lines(&batch.text);
             } else {
-                batch.end = parse_block(&mut batch, &mut reader, &mut at, diag);
+                batch.end = parse_block(&mut batch, &mut reader, &mut numbers, &mut at, diag);
             }
             if batch.end.is_none() && at.eof {
                 batch.end = Some(end_of_input(&at, &reader, diag));
@@ -509,45 +604,113 @@ fn count_lines(text: &[u8]) -> u64 {
     memchr::memchr_iter(b'\n', text).count() as u64
 }
 
-/// Parses the whole lines of `batch.text` into its items; `Some` when reading must stop.
+/// Parses the whole lines of `batch.text` into its items and stage lines; `Some` when reading
+/// must stop.
 fn parse_block(
     batch: &mut Batch,
     reader: &mut KanataReader,
+    numbers: &mut StageNumbers,
     at: &mut Position,
     diag: &mut Diagnostics,
 ) -> Option<Result<u64, Error>> {
     let block = std::mem::take(&mut batch.text);
     let rebuilt = &mut batch.rebuilt;
     let items = &mut batch.items;
+    let stage_ops = &mut batch.stage_ops;
+    let new_names = &mut batch.new_names;
+    let first = at.number + 1;
+    batch.first_line = first;
     let stop = parse_lines(&block, reader, at, diag, |number, parsed, _| {
-        let item = match *parsed {
-            // Most lines, field by field: `Line::map`'s match of the whole line cost 10 M
-            // of the batch path's 585 M instructions on a 15 MB canonical trace.
-            Line::Command(Command::Stage {
-                end,
-                id,
-                lane,
-                name,
-            }) => Item {
-                number,
-                parsed: Line::Command(Command::Stage {
-                    end,
-                    id,
-                    lane,
-                    name: span(name, &block, rebuilt),
-                }),
-            },
-            _ => Item {
-                number,
-                parsed: parsed.map(|piece| span(piece, &block, rebuilt)),
-            },
-        };
-        items.push(item);
+        if let Line::Command(Command::Stage {
+            end,
+            id,
+            lane,
+            name,
+        }) = *parsed
+        {
+            let line = u32::try_from(number - first);
+            if let (Ok(line), Ok(lane)) = (line, u16::try_from(lane)) {
+                let new = || new_names.push(span(name, &block, rebuilt));
+                if let Some(name) = numbers.number(name, &block, new) {
+                    stage_ops.push(StageOp {
+                        id,
+                        line,
+                        lane,
+                        name,
+                        end,
+                    });
+                    return Ok(());
+                }
+            }
+        }
+        items.push(Item {
+            number,
+            parsed: parsed.map(|piece| span(piece, &block, rebuilt)),
+        });
         Ok(())
     });
     batch.text = block;
     batch.text.extend_from_slice(&batch.rebuilt);
     stop
+}
+
+/// Hands the lines of a parsed batch to the normalizer in their order: the items, and
+/// before each the stage lines that came before it.
+#[inline(always)]
+fn normalize_batch<W: Write + Send + 'static>(
+    normalizer: &mut KanataNormalizer<W>,
+    batch: &Batch,
+    diag: &mut Diagnostics,
+) -> Result<(), Error> {
+    let text: &[u8] = &batch.text;
+    normalizer.number_stages(batch.new_names.iter().map(|name| name.of(text)));
+    let items = &batch.items;
+    let ops = &batch.stage_ops;
+    let mut next_op = 0;
+    for (at, item) in items.iter().enumerate() {
+        next_op = normalize_stage_ops(normalizer, batch, next_op, item.number, diag)?;
+        let label_ends = || {
+            // The next line is a stage line, or an item that is no label's continuation.
+            let next_item = items.get(at + 1);
+            let next_is_stage = ops.get(next_op).is_some_and(|op| {
+                next_item.is_none_or(|next| batch.first_line + u64::from(op.line) < next.number)
+            });
+            next_is_stage || label_ends_after(items, at)
+        };
+        let text_of = |span: Span| span.of(text);
+        normalizer.parsed(&item.parsed, text_of, label_ends, item.number, diag)?;
+        if let Some(error) = strict_error(diag) {
+            return Err(error);
+        }
+    }
+    normalize_stage_ops(normalizer, batch, next_op, u64::MAX, diag)?;
+    Ok(())
+}
+
+/// Hands the normalizer the stage lines of `batch` from `next` on that come before line
+/// `until`; returns where they end.
+#[inline(always)]
+fn normalize_stage_ops<W: Write + Send + 'static>(
+    normalizer: &mut KanataNormalizer<W>,
+    batch: &Batch,
+    mut next: usize,
+    until: u64,
+    diag: &mut Diagnostics,
+) -> Result<usize, Error> {
+    let until = until.saturating_sub(batch.first_line);
+    while let Some(op) = batch.stage_ops.get(next) {
+        if u64::from(op.line) >= until {
+            break;
+        }
+        let number = batch.first_line + u64::from(op.line);
+        let lane = u32::from(op.lane);
+        normalizer.numbered_stage(op.end, op.id, lane, op.name, number, diag)?;
+        if let Some(error) = strict_error(diag) {
+            return Err(error);
+        }
+        next += 1;
+    }
+    Ok(next)
 }
 
 /// Parses the lines of `block` and hands each to `take` with its number; `Some` when
@@ -756,6 +919,8 @@ mod tests {
         // its text in spans of the batch's text.
         assert!(std::mem::size_of::<Item>() <= 48);
         assert_eq!(std::mem::size_of::<Span>(), 8);
+        // Most lines, `S` and `E`, in a quarter of a cache line.
+        assert_eq!(std::mem::size_of::<StageOp>(), 16);
     }
 
     #[test]
@@ -860,9 +1025,37 @@ mod tests {
         builder
             .compression(kanata_writer::Compression::None)
             .discard(true);
-        let mut normalizer = KanataNormalizer::new(builder, std::io::sink(), Repairs::default());
+        let normalizer = KanataNormalizer::new(builder, std::io::sink(), Repairs::default());
         let mut diag = Diagnostics::new(3, false);
+        let blocks = if parse_only {
+            Blocks::ParsedOnly
+        } else {
+            Blocks::Parsed
+        };
+        convert_in_blocks(&input, normalizer, blocks, &mut diag).expect("normalized");
+    }
+
+    /// Who parses the blocks of [`convert_in_blocks`].
+    #[derive(Clone, Copy, Debug, PartialEq)]
+    enum Blocks {
+        /// The reading thread's way, into batches, which the normalizer takes.
+        Parsed,
+        /// As `Parsed`, and the batches are dropped unread.
+        ParsedOnly,
+        /// The normalizer's own way, from unparsed blocks.
+        Unparsed,
+    }
+
+    /// Converts `input` a block at a time on this thread, as [`run`] does on two: the
+    /// threads' work without their timing.
+    fn convert_in_blocks<W: Write + Send + 'static>(
+        input: &[u8],
+        mut normalizer: KanataNormalizer<W>,
+        blocks: Blocks,
+        diag: &mut Diagnostics,
+    ) -> Result<Option<Finished<W>>, Error> {
         let mut reader = KanataReader::new(None);
+        let mut numbers = StageNumbers::default();
         let mut at = Position {
             number: 0,
             eof: false,
@@ -879,22 +1072,84 @@ mod tests {
             batch.clear();
             batch.text.extend_from_slice(&input[start..end]);
             start = end;
-            assert!(parse_block(&mut batch, &mut reader, &mut at, &mut diag).is_none());
-            if parse_only {
+            if blocks == Blocks::Unparsed {
+                let stop = parse_lines(&batch.text, &mut reader, &mut at, diag, |n, line, d| {
+                    normalizer.parsed(line, |piece| piece, || false, n, d)
+                });
+                if let Some(Err(error)) = stop {
+                    return Err(error);
+                }
                 continue;
             }
-            let text: &[u8] = &batch.text;
-            let items = &batch.items;
-            for (at, item) in items.iter().enumerate() {
-                let label_ends = || label_ends_after(items, at);
-                let text_of = |span: Span| span.of(text);
-                normalizer
-                    .parsed(&item.parsed, text_of, label_ends, item.number, &mut diag)
-                    .expect("normalized");
+            if let Some(Err(error)) =
+                parse_block(&mut batch, &mut reader, &mut numbers, &mut at, diag)
+            {
+                return Err(error);
+            }
+            if blocks == Blocks::Parsed {
+                normalize_batch(&mut normalizer, &batch, diag)?;
             }
         }
-        if !parse_only {
-            normalizer.finish(&mut diag).expect("finished");
+        if blocks == Blocks::ParsedOnly {
+            return Ok(None);
+        }
+        normalizer.finish(diag).map(Some)
+    }
+
+    #[test]
+    fn stage_lines_sent_numbered_normalize_as_the_normalizer_parsing_them_does() {
+        // Every way the numbered `S` and `E` lines of a batch meet the normalizer's state:
+        // before the first `C=` (Q5), after a label that may go on (Q8), with the repairs
+        // that hold lines back (Q16, Q17), an `E` of a stage that is not open (Q7), more
+        // names than numbers, lanes past 16 bits.
+        let mut input = b"Kanata\t0004\nI\t0\t0\t0\nS\t0\t0\tF\nC=\t5\n".to_vec();
+        // `{id}` a new id, `{p}` the one before, `{n}` one of 300 names.
+        let patterns = [
+            "I {id} {id} 0|L {id} 0 x|S {id} 0 F|E {id} 0 F|E {id} 0 D",
+            "I {id} {id} 0|L {id} 0 a|b|S {id} 0 D|C 1",
+            "S {id} 0 N{n}|E {id} 0 X|I {id} {id} 0",
+            "I {id} {id} 0|S {id} 70000 F|S {id} 0 F|S {id} 0 F",
+            "I {id} {id} 0|S {id} 1 F|E {id} 1 F|S {id} 1 F|C 1",
+            "S {p} 0 W|E {id} 0 F|R {id} {id} 0|S {id} 0 F",
+            "I {id} {id} 0|S {id} 0 N{n}|L {id} 1 z",
+            "E {p} 0 N{n}|R {p} {id} 1|S {p} 0 F",
+        ];
+        for id in 1..40_000usize {
+            let lines = patterns[id % 8]
+                .replace("{id}", &id.to_string())
+                .replace("{p}", &(id - 1).to_string())
+                .replace("{n}", &((id - 1) % 300).to_string())
+                .replace(' ', "\t")
+                .replace('|', "\n");
+            input.extend_from_slice(lines.as_bytes());
+            input.push(b'\n');
+        }
+        assert!(input.len() > 3 * BLOCK);
+        let dedupe = Repairs {
+            dedupe: true,
+            ..Repairs::default()
+        };
+        let stretch = Repairs {
+            stretch_zero: true,
+            ..Repairs::default()
+        };
+        for repairs in [Repairs::default(), dedupe, stretch] {
+            let outcomes = [Blocks::Parsed, Blocks::Unparsed].map(|blocks| {
+                let normalizer =
+                    KanataNormalizer::new(WriterBuilder::new(), Vec::new(), repairs.clone());
+                let mut diag = Diagnostics::new(3, false);
+                let output = convert_in_blocks(&input, normalizer, blocks, &mut diag)
+                    .unwrap()
+                    .unwrap()
+                    .output;
+                (output, format!("{diag:?}"), diag)
+            });
+            let [(parsed, parsed_diag, diag), (unparsed, unparsed_diag, _)] = outcomes;
+            assert!(parsed == unparsed, "{repairs:?}");
+            assert_eq!(parsed_diag, unparsed_diag, "{repairs:?}");
+            for rule in [Rule::Q5, Rule::Q7, Rule::Q8, Rule::Q10, Rule::Q12] {
+                assert!(diag.rules().contains_key(&rule), "{rule:?} {repairs:?}");
+            }
         }
     }
 }

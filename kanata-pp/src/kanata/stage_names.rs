@@ -1,4 +1,5 @@
-//! The writer's stage handle for each stage name of the input.
+//! The writer's stage handle for each stage name of the input (on the normalizer's thread),
+//! or the small number the reading thread gives each name (see `read.rs`).
 //!
 //! Every `S` and `E` line names its stage, so the lookup runs on most lines of a log. Logs
 //! name a handful of stages of a few letters; a name of up to 15 bytes is packed with its
@@ -15,16 +16,25 @@ const SLOTS: usize = 64;
 /// Short names the table takes at most: half its slots, so that a probe ends soon.
 const SHORT_NAMES: usize = SLOTS / 2;
 
-/// The stage handles of the names seen so far.
-#[derive(Default)]
-pub(crate) struct StageNames {
+/// What the names seen so far stand for: a writer's [`Stage`], or a number.
+pub(crate) struct StageNames<V = Stage> {
     /// The short names seen (packed by [`pack`]; 0 marks a free slot), each at the first free
     /// slot from the one its packed value hashes to. Never evicted: two names that shared a
     /// slot would otherwise push each other out, and a log that alternates them would miss
     /// on every line.
-    short: Vec<(u128, Stage)>,
+    short: Vec<(u128, V)>,
     short_names: usize,
-    all: IdMap<Box<[u8]>, Stage>,
+    all: IdMap<Box<[u8]>, V>,
+}
+
+impl<V> Default for StageNames<V> {
+    fn default() -> Self {
+        StageNames {
+            short: Vec::new(),
+            short_names: 0,
+            all: IdMap::default(),
+        }
+    }
 }
 
 /// A name of 1 to 15 bytes and its length in one value; 0 for any other name (no short name
@@ -55,10 +65,10 @@ fn slot(packed: u128) -> usize {
     (folded.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> (64 - SLOTS.trailing_zeros())) as usize
 }
 
-impl StageNames {
-    /// The handle of `name`, if it was inserted.
+impl<V: Copy> StageNames<V> {
+    /// What `name` stands for, if it was inserted.
     #[inline(always)]
-    pub(crate) fn get(&mut self, name: &[u8]) -> Option<Stage> {
+    pub(crate) fn get(&mut self, name: &[u8]) -> Option<V> {
         let packed = pack(name);
         if packed != 0 && !self.short.is_empty() {
             let mut at = slot(packed);
@@ -77,8 +87,8 @@ impl StageNames {
         self.all.get(name).copied()
     }
 
-    /// `name` has the handle `stage`.
-    pub(crate) fn insert(&mut self, name: &[u8], stage: Stage) {
+    /// `name` stands for `stage`.
+    pub(crate) fn insert(&mut self, name: &[u8], stage: V) {
         self.all.insert(name.into(), stage);
         let packed = pack(name);
         if packed == 0 || self.short_names >= SHORT_NAMES {
