@@ -16,7 +16,9 @@ use crate::diag::{Diagnostics, Rule};
 mod fast;
 mod stage_line;
 
-use stage_line::StageLine;
+pub(crate) use stage_line::{
+    read as read_stage_line, read_plain as read_plain_stage_line, StageLine,
+};
 
 /// The Q1 report of a command line that was padded or had trailing fields (both readers).
 const Q1_COMMAND: &str = "padded number, white space or trailing empty field";
@@ -441,11 +443,25 @@ impl LineParser {
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Option<StageLine> {
-        let stage = stage_line::read(window, len)?;
+        let stage = read_stage_line(window, len)?;
+        self.report_stage_line(window, len, &stage, lineno, diag);
+        Some(stage)
+    }
+
+    /// Reports the repairs of `stage`, read by [`read_stage_line`] from the `len` bytes at
+    /// the start of `window`.
+    #[inline(always)]
+    pub(crate) fn report_stage_line(
+        &mut self,
+        window: &[u8; 32],
+        len: usize,
+        stage: &StageLine,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) {
         if stage.odd != 0 {
             self.report_odd(&window[..len], stage.odd, lineno, diag);
         }
-        Some(stage)
     }
 
     /// Reads `line` (without its line end). `lineno` is 1-based, for the reports.

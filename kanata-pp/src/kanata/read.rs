@@ -21,7 +21,7 @@ use crate::diag::{shorten, strict_error, Diagnostics, Rule};
 use crate::error::Error;
 use crate::input::progress::Progress;
 use crate::kanata::normalize::KanataNormalizer;
-use crate::kanata::parse::{Command, Line, LineParser};
+use crate::kanata::parse::{read_plain_stage_line, read_stage_line, Command, Line, LineParser};
 use crate::kanata::scan::LineEnds;
 use crate::kanata::stage_names::StageNames;
 
@@ -395,15 +395,11 @@ pub(crate) fn run<W: Write + Send + 'static>(
                         eof: false,
                         unterminated: false,
                     };
-                    let stop = parse_lines(
-                        &batch.text,
-                        &mut own_reader,
-                        &mut at,
-                        diag,
-                        |number, parsed, diag| {
-                            normalizer.parsed(parsed, |piece| piece, || false, number, diag)
-                        },
-                    );
+                    let mut normalize = EachLine(|number, parsed: &Line<&[u8]>, diag: &mut _| {
+                        normalizer.parsed(parsed, |piece| piece, || false, number, diag)
+                    });
+                    let stop =
+                        parse_lines(&batch.text, &mut own_reader, &mut at, diag, &mut normalize);
                     if let Some(Err(error)) = stop {
                         return Err(error);
                     }
@@ -614,13 +610,110 @@ fn parse_block(
     diag: &mut Diagnostics,
 ) -> Option<Result<u64, Error>> {
     let block = std::mem::take(&mut batch.text);
-    let rebuilt = &mut batch.rebuilt;
-    let items = &mut batch.items;
-    let stage_ops = &mut batch.stage_ops;
-    let new_names = &mut batch.new_names;
-    let first = at.number + 1;
-    batch.first_line = first;
-    let stop = parse_lines(&block, reader, at, diag, |number, parsed, _| {
+    batch.first_line = at.number + 1;
+    let mut into_batch = IntoBatch {
+        block: &block,
+        first: batch.first_line,
+        rebuilt: &mut batch.rebuilt,
+        items: &mut batch.items,
+        stage_ops: &mut batch.stage_ops,
+        new_names: &mut batch.new_names,
+        numbers,
+    };
+    let stop = parse_lines(&block, reader, at, diag, &mut into_batch);
+    batch.text = block;
+    batch.text.extend_from_slice(&batch.rebuilt);
+    stop
+}
+
+/// Where the parsed lines of a block go.
+trait TakeLines {
+    /// Takes line `number`, as parsed.
+    fn take(
+        &mut self,
+        number: u64,
+        parsed: &Line<&[u8]>,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error>;
+
+    /// Whether [`take_stage_lines`](Self::take_stage_lines) takes any.
+    const TAKES_STAGE_LINES: bool = false;
+
+    /// Takes the common `S` and `E` lines of the block from `*start` on, read straight into
+    /// their compact form, up to the first other line (or one the compact form cannot hold):
+    /// `*start`, `line_ends` and `*number` (the last line's number) move past the lines
+    /// taken. `true` when a repair under `--strict` must stop the reading.
+    fn take_stage_lines(
+        &mut self,
+        _line_ends: &mut LineEnds,
+        _start: &mut usize,
+        _number: &mut u64,
+        _parser: &mut LineParser,
+        _diag: &mut Diagnostics,
+    ) -> bool {
+        false
+    }
+}
+
+/// Each line handed to a function.
+struct EachLine<F>(F);
+
+impl<F: FnMut(u64, &Line<&[u8]>, &mut Diagnostics) -> Result<(), Error>> TakeLines for EachLine<F> {
+    #[inline(always)]
+    fn take(
+        &mut self,
+        number: u64,
+        parsed: &Line<&[u8]>,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        (self.0)(number, parsed, diag)
+    }
+}
+
+/// The lines of a block into the parts of its [`Batch`].
+struct IntoBatch<'b> {
+    block: &'b [u8],
+    /// The number of the block's first line.
+    first: u64,
+    rebuilt: &'b mut Vec<u8>,
+    items: &'b mut Vec<Item>,
+    stage_ops: &'b mut Vec<StageOp>,
+    new_names: &'b mut Vec<Span>,
+    numbers: &'b mut StageNumbers,
+}
+
+impl IntoBatch<'_> {
+    /// The `S` or `E` line `number` as a [`StageOp`]; `false` (nothing done) when it does
+    /// not fit one.
+    #[inline(always)]
+    fn stage_op(&mut self, number: u64, end: bool, id: i64, lane: u32, name: &[u8]) -> bool {
+        let (Ok(line), Ok(lane)) = (u32::try_from(number - self.first), u16::try_from(lane)) else {
+            return false;
+        };
+        let (block, rebuilt, new_names) = (self.block, &mut *self.rebuilt, &mut *self.new_names);
+        let new = || new_names.push(span(name, block, rebuilt));
+        let Some(name) = self.numbers.number(name, block, new) else {
+            return false;
+        };
+        self.stage_ops.push(StageOp {
+            id,
+            line,
+            lane,
+            name,
+            end,
+        });
+        true
+    }
+}
+
+impl TakeLines for IntoBatch<'_> {
+    #[inline(always)]
+    fn take(
+        &mut self,
+        number: u64,
+        parsed: &Line<&[u8]>,
+        _diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
         if let Line::Command(Command::Stage {
             end,
             id,
@@ -628,30 +721,63 @@ fn parse_block(
             name,
         }) = *parsed
         {
-            let line = u32::try_from(number - first);
-            if let (Ok(line), Ok(lane)) = (line, u16::try_from(lane)) {
-                let new = || new_names.push(span(name, &block, rebuilt));
-                if let Some(name) = numbers.number(name, &block, new) {
-                    stage_ops.push(StageOp {
-                        id,
-                        line,
-                        lane,
-                        name,
-                        end,
-                    });
-                    return Ok(());
-                }
+            if self.stage_op(number, end, id, lane, name) {
+                return Ok(());
             }
         }
-        items.push(Item {
+        let (block, rebuilt) = (self.block, &mut *self.rebuilt);
+        self.items.push(Item {
             number,
-            parsed: parsed.map(|piece| span(piece, &block, rebuilt)),
+            parsed: parsed.map(|piece| span(piece, block, rebuilt)),
         });
         Ok(())
-    });
-    batch.text = block;
-    batch.text.extend_from_slice(&batch.rebuilt);
-    stop
+    }
+
+    const TAKES_STAGE_LINES: bool = true;
+
+    // A loop of its own, which keeps in registers only what these lines need: the general
+    // loop around every kind of line keeps most of its state on the stack.
+    #[inline(never)]
+    fn take_stage_lines(
+        &mut self,
+        line_ends: &mut LineEnds,
+        start: &mut usize,
+        number: &mut u64,
+        parser: &mut LineParser,
+        diag: &mut Diagnostics,
+    ) -> bool {
+        let block = self.block;
+        // In locals, kept in registers, rather than behind the references.
+        let (mut at, mut last, mut ends) = (*start, *number, line_ends.clone());
+        let strict = loop {
+            let Some(end) = ends.peek() else {
+                break false;
+            };
+            let Some(window) = block[at..].first_chunk::<32>() else {
+                break false;
+            };
+            let len = end - at;
+            let stage = read_plain_stage_line(window, len).or_else(|| read_stage_line(window, len));
+            let Some(stage) = stage else {
+                break false;
+            };
+            let name = &block[at + stage.name_start..at + stage.name_end];
+            if !self.stage_op(last + 1, stage.end, stage.id, stage.lane, name) {
+                break false;
+            }
+            last += 1;
+            at = end + 1;
+            ends.take_peeked();
+            if stage.odd != 0 {
+                parser.report_stage_line(window, len, &stage, last, diag);
+                if diag.strict_violation().is_some() {
+                    break true;
+                }
+            }
+        };
+        (*start, *number, *line_ends) = (at, last, ends);
+        strict
+    }
 }
 
 /// Hands the lines of a parsed batch to the normalizer in their order: the items, and
@@ -720,7 +846,7 @@ fn parse_lines(
     reader: &mut KanataReader,
     at: &mut Position,
     diag: &mut Diagnostics,
-    take: impl FnMut(u64, &Line<&[u8]>, &mut Diagnostics) -> Result<(), Error>,
+    take: &mut impl TakeLines,
 ) -> Option<Result<u64, Error>> {
     let stop = parse_lines_unsettled(block, reader, at, diag, take);
     reader.parser.settle(diag);
@@ -729,17 +855,26 @@ fn parse_lines(
 
 /// [`parse_lines`], leaving the reports the parser counts itself with the parser.
 #[inline(always)]
-fn parse_lines_unsettled(
+fn parse_lines_unsettled<T: TakeLines>(
     block: &[u8],
     reader: &mut KanataReader,
     at: &mut Position,
     diag: &mut Diagnostics,
-    mut take: impl FnMut(u64, &Line<&[u8]>, &mut Diagnostics) -> Result<(), Error>,
+    take: &mut T,
 ) -> Option<Result<u64, Error>> {
     let mut start = 0;
     let mut line_ends = LineEnds::new(block);
     let mut plain = reader.reads_plain_lines();
     while start < block.len() {
+        if T::TAKES_STAGE_LINES && plain && matches!(block[start..], [b'S' | b'E', b'\t', ..]) {
+            let parser = &mut reader.parser;
+            if take.take_stage_lines(&mut line_ends, &mut start, &mut at.number, parser, diag) {
+                return strict_error(diag).map(Err);
+            }
+            if start >= block.len() {
+                break;
+            }
+        }
         let (end, next) = match line_ends.next() {
             Some(end) => (end, end + 1),
             None => {
@@ -757,8 +892,12 @@ fn parse_lines_unsettled(
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
         let mut parsed = Line::Blank;
-        // Most lines, `S` and `E`, the short way (see `LineParser::parse_stage_line`).
-        let stage = match (plain, block[line_start..].first_chunk::<32>()) {
+        // Most lines, `S` and `E`, the short way (see `LineParser::parse_stage_line`), unless
+        // `take_stage_lines` has had them: then this line is not one it reads.
+        let stage = match (
+            plain && !T::TAKES_STAGE_LINES,
+            block[line_start..].first_chunk::<32>(),
+        ) {
             (true, Some(window)) => {
                 reader
                     .parser
@@ -786,7 +925,7 @@ fn parse_lines_unsettled(
                     let message = crate::kanata::parse::cycle_out_of_range(cycle);
                     return Some(Err(Error::at_line(number, message)));
                 }
-                if let Err(error) = take(number, &parsed, diag) {
+                if let Err(error) = take.take(number, &parsed, diag) {
                     return Some(Err(error));
                 }
             }
@@ -1073,9 +1212,10 @@ mod tests {
             batch.text.extend_from_slice(&input[start..end]);
             start = end;
             if blocks == Blocks::Unparsed {
-                let stop = parse_lines(&batch.text, &mut reader, &mut at, diag, |n, line, d| {
+                let mut normalize = EachLine(|n, line: &Line<&[u8]>, d: &mut _| {
                     normalizer.parsed(line, |piece| piece, || false, n, d)
                 });
+                let stop = parse_lines(&batch.text, &mut reader, &mut at, diag, &mut normalize);
                 if let Some(Err(error)) = stop {
                     return Err(error);
                 }
@@ -1094,6 +1234,22 @@ mod tests {
             return Ok(None);
         }
         normalizer.finish(diag).map(Some)
+    }
+
+    #[test]
+    fn strict_stops_at_a_padded_stage_line_among_common_ones() {
+        // Line 5 is the first repair (Q1), in the middle of a run of stage lines.
+        let input = b"Kanata\t0004\nC=\t0\nI\t0\t0\t0\nS\t0\t0\tF\nS\t0\t1 \tD\nE\t0\t0\tF\n";
+        for blocks in [Blocks::Parsed, Blocks::Unparsed] {
+            let normalizer =
+                KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
+            let mut diag = Diagnostics::new(3, true);
+            let error = convert_in_blocks(input, normalizer, blocks, &mut diag)
+                .err()
+                .expect("a --strict error");
+            assert!(error.to_string().contains("line 5"), "{blocks:?}: {error}");
+            assert!(error.to_string().contains("Q1"), "{blocks:?}: {error}");
+        }
     }
 
     #[test]

@@ -10,6 +10,7 @@
 //! a time under 8). Other architectures compare a byte at a time.
 
 /// The positions of the `\n`s in a block, in order.
+#[derive(Clone)]
 pub(crate) struct LineEnds<'a> {
     block: &'a [u8],
     /// Where the 64 bytes of `mask` start; `block.len()` once they are all read.
@@ -29,11 +30,10 @@ impl<'a> LineEnds<'a> {
     }
 }
 
-impl Iterator for LineEnds<'_> {
-    type Item = usize;
-
+impl LineEnds<'_> {
+    /// The next line end, left for [`next`](Iterator::next) or [`take_peeked`](Self::take_peeked) to take.
     #[inline(always)]
-    fn next(&mut self) -> Option<usize> {
+    pub(crate) fn peek(&mut self) -> Option<usize> {
         while self.mask == 0 {
             self.chunk += 64;
             if self.chunk >= self.block.len() {
@@ -42,8 +42,23 @@ impl Iterator for LineEnds<'_> {
             }
             self.mask = newlines(&self.block[self.chunk..]);
         }
-        let end = self.chunk + self.mask.trailing_zeros() as usize;
-        self.mask &= self.mask - 1;
+        Some(self.chunk + self.mask.trailing_zeros() as usize)
+    }
+
+    /// Takes the line end [`peek`](Self::peek) found.
+    #[inline(always)]
+    pub(crate) fn take_peeked(&mut self) {
+        self.mask &= self.mask.wrapping_sub(1);
+    }
+}
+
+impl Iterator for LineEnds<'_> {
+    type Item = usize;
+
+    #[inline(always)]
+    fn next(&mut self) -> Option<usize> {
+        let end = self.peek()?;
+        self.take_peeked();
         Some(end)
     }
 }
