@@ -1244,9 +1244,9 @@ mod tests {
             let normalizer =
                 KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
             let mut diag = Diagnostics::new(3, true);
-            let error = convert_in_blocks(input, normalizer, blocks, &mut diag)
-                .err()
-                .expect("a --strict error");
+            let Err(error) = convert_in_blocks(input, normalizer, blocks, &mut diag) else {
+                panic!("{blocks:?}: no --strict error");
+            };
             assert!(error.to_string().contains("line 5"), "{blocks:?}: {error}");
             assert!(error.to_string().contains("Q1"), "{blocks:?}: {error}");
         }
