@@ -21,7 +21,9 @@ use crate::diag::{shorten, strict_error, Diagnostics, Rule};
 use crate::error::Error;
 use crate::input::progress::Progress;
 use crate::kanata::normalize::KanataNormalizer;
-use crate::kanata::parse::{read_plain_stage_line, read_stage_line, Command, Line, LineParser};
+use crate::kanata::parse::{
+    read_plain_stage_line, read_stage_line, Command, Line, LineParser, StageLine,
+};
 use crate::kanata::scan::LineEnds;
 use crate::kanata::stage_names::StageNames;
 
@@ -201,39 +203,57 @@ impl StageNumbers {
     /// `new` (in the order of the numbers). `None` once 256 names are numbered.
     #[inline(always)]
     fn number(&mut self, name: &[u8], block: &[u8], new: impl FnOnce()) -> Option<u8> {
-        let Some(key) = Self::key(name, block) else {
+        let offset = (name.as_ptr() as usize).wrapping_sub(block.as_ptr() as usize);
+        let word = block.get(offset..).and_then(|from| from.first_chunk::<8>());
+        let Some(key) = word.and_then(|word| Self::key(word, name.len())) else {
             return self.number_of_any(name, new);
         };
-        let mut slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
-        loop {
-            let (short, number) = self.short[slot];
-            if short == key {
-                return Some(number);
-            }
-            if short == 0 {
-                break;
-            }
-            slot = (slot + 1) % SHORT_SLOTS;
-        }
+        let free = match self.find_short(key) {
+            Ok(number) => return Some(number),
+            Err(free) => free,
+        };
         let number = self.number_of_any(name, new)?;
         if self.short_names < SHORT_SLOTS / 2 {
-            self.short[slot] = (key, number);
+            self.short[free] = (key, number);
             self.short_names += 1;
         }
         Some(number)
     }
 
-    /// A name of 1 to 7 bytes in `block` and its length, in one word read from where it is
-    /// (`None` for other names, and where the block ends before 8 bytes).
+    /// The number of the name from `name_start` to `name_end` in `window`, if it is a short
+    /// name numbered already: for the commonest lines, which need nothing else.
     #[inline(always)]
-    fn key(name: &[u8], block: &[u8]) -> Option<u64> {
-        if name.is_empty() || name.len() > 7 {
+    fn short_number(&self, window: &[u8; 32], name_start: usize, name_end: usize) -> Option<u8> {
+        let word = window.get(name_start..)?.first_chunk::<8>()?;
+        let key = Self::key(word, name_end.checked_sub(name_start)?)?;
+        self.find_short(key).ok()
+    }
+
+    /// The number of the short name `key`, or the free slot where it goes.
+    #[inline(always)]
+    fn find_short(&self, key: u64) -> Result<u8, usize> {
+        let mut slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
+        loop {
+            let (short, number) = self.short[slot];
+            if short == key {
+                return Ok(number);
+            }
+            if short == 0 {
+                return Err(slot);
+            }
+            slot = (slot + 1) % SHORT_SLOTS;
+        }
+    }
+
+    /// The key of a name of 1 to 7 bytes, the first `len` of `word` (which goes on past the
+    /// name), and its length; `None` for other names.
+    #[inline(always)]
+    fn key(word: &[u8; 8], len: usize) -> Option<u64> {
+        if len == 0 || len > 7 {
             return None;
         }
-        let offset = (name.as_ptr() as usize).wrapping_sub(block.as_ptr() as usize);
-        let word = block.get(offset..)?.first_chunk::<8>()?;
-        let bytes = u64::from_le_bytes(*word) & ((1 << (8 * name.len())) - 1);
-        Some(bytes | (name.len() as u64) << 56)
+        let bytes = u64::from_le_bytes(*word) & ((1 << (8 * len)) - 1);
+        Some(bytes | (len as u64) << 56)
     }
 
     #[inline(never)]
@@ -736,7 +756,9 @@ impl TakeLines for IntoBatch<'_> {
     const TAKES_STAGE_LINES: bool = true;
 
     // A loop of its own, which keeps in registers only what these lines need: the general
-    // loop around every kind of line keeps most of its state on the stack.
+    // loop around every kind of line keeps most of its state on the stack. The commonest
+    // (those `read_plain_stage_line` reads, with a short name numbered already) go the
+    // shortest way, straight to an op.
     #[inline(never)]
     fn take_stage_lines(
         &mut self,
@@ -747,8 +769,16 @@ impl TakeLines for IntoBatch<'_> {
         diag: &mut Diagnostics,
     ) -> bool {
         let block = self.block;
+        // Each line of the block has a byte, so once the first fits the op's line number,
+        // every line after it does.
+        let Ok(mut line) = u32::try_from(*number + 1 - self.first) else {
+            return false;
+        };
+        if u32::try_from(block.len()).is_err() || line.checked_add(block.len() as u32).is_none() {
+            return false;
+        }
         // In locals, kept in registers, rather than behind the references.
-        let (mut at, mut last, mut ends) = (*start, *number, line_ends.clone());
+        let (mut at, mut ends) = (*start, line_ends.clone());
         let strict = loop {
             let Some(end) = ends.peek() else {
                 break false;
@@ -757,26 +787,80 @@ impl TakeLines for IntoBatch<'_> {
                 break false;
             };
             let len = end - at;
-            let stage = read_plain_stage_line(window, len).or_else(|| read_stage_line(window, len));
-            let Some(stage) = stage else {
-                break false;
-            };
-            let name = &block[at + stage.name_start..at + stage.name_end];
-            if !self.stage_op(last + 1, stage.end, stage.id, stage.lane, name) {
-                break false;
-            }
-            last += 1;
-            at = end + 1;
-            ends.take_peeked();
-            if stage.odd != 0 {
-                parser.report_stage_line(window, len, &stage, last, diag);
-                if diag.strict_violation().is_some() {
-                    break true;
+            let plain = read_plain_stage_line(window, len);
+            if let Some(stage) = &plain {
+                let name = self.numbers.short_number(window, stage.name_start, len);
+                if let (Some(name), Ok(lane)) = (name, u16::try_from(stage.lane)) {
+                    self.stage_ops.push(StageOp {
+                        id: stage.id,
+                        line,
+                        lane,
+                        name,
+                        end: stage.end,
+                    });
+                    line += 1;
+                    at = end + 1;
+                    ends.take_peeked();
+                    continue;
                 }
             }
+            let number = self.first + u64::from(line);
+            let taken = self.take_other_stage_line(plain, at, len, number, parser, diag);
+            match taken {
+                OtherStageLine::Left => break false,
+                OtherStageLine::Taken => {}
+                OtherStageLine::TakenStrictly => break true,
+            }
+            line += 1;
+            at = end + 1;
+            ends.take_peeked();
         };
-        (*start, *number, *line_ends) = (at, last, ends);
+        (*start, *number, *line_ends) = (at, self.first + u64::from(line) - 1, ends);
         strict
+    }
+}
+
+/// What [`IntoBatch::take_other_stage_line`] did with a line.
+enum OtherStageLine {
+    /// Nothing: the line is no stage line the compact form holds.
+    Left,
+    Taken,
+    /// Taken, with a repair that `--strict` stops at.
+    TakenStrictly,
+}
+
+impl IntoBatch<'_> {
+    /// The line `number` of `len` bytes at `at` in the block as a [`StageOp`], if it is a
+    /// stage line one holds, read already by `read_plain_stage_line` (`plain`) or not: the
+    /// padded lines, the new names, the long ones. Inlined: out of line, the call cost the
+    /// padded logs more than the canonical ones gained.
+    #[inline(always)]
+    fn take_other_stage_line(
+        &mut self,
+        plain: Option<StageLine>,
+        at: usize,
+        len: usize,
+        number: u64,
+        parser: &mut LineParser,
+        diag: &mut Diagnostics,
+    ) -> OtherStageLine {
+        let Some(window) = self.block[at..].first_chunk::<32>() else {
+            return OtherStageLine::Left;
+        };
+        let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
+            return OtherStageLine::Left;
+        };
+        let name = &self.block[at + stage.name_start..at + stage.name_end];
+        if !self.stage_op(number, stage.end, stage.id, stage.lane, name) {
+            return OtherStageLine::Left;
+        }
+        if stage.odd != 0 {
+            parser.report_stage_line(window, len, &stage, number, diag);
+            if diag.strict_violation().is_some() {
+                return OtherStageLine::TakenStrictly;
+            }
+        }
+        OtherStageLine::Taken
     }
 }
 
@@ -1257,11 +1341,12 @@ mod tests {
         // Every way the numbered `S` and `E` lines of a batch meet the normalizer's state:
         // before the first `C=` (Q5), after a label that may go on (Q8), with the repairs
         // that hold lines back (Q16, Q17), an `E` of a stage that is not open (Q7), more
-        // names than numbers, lanes past 16 bits.
+        // names than numbers, more short names than the short table keeps, long names, lanes
+        // past 16 bits.
         let mut input = b"Kanata\t0004\nI\t0\t0\t0\nS\t0\t0\tF\nC=\t5\n".to_vec();
         // `{id}` a new id, `{p}` the one before, `{n}` one of 300 names.
         let patterns = [
-            "I {id} {id} 0|L {id} 0 x|S {id} 0 F|E {id} 0 F|E {id} 0 D",
+            "I {id} {id} 0|L {id} 0 x|S {id} 0 F|E {id} 0 F|S {id} 0 Writeback|E {id} 0 D",
             "I {id} {id} 0|L {id} 0 a|b|S {id} 0 D|C 1",
             "S {id} 0 N{n}|E {id} 0 X|I {id} {id} 0",
             "I {id} {id} 0|S {id} 70000 F|S {id} 0 F|S {id} 0 F",

@@ -161,6 +161,29 @@ pub(crate) fn matches_in_16(sixteen: &[u8; 16], byte: u8) -> u16 {
     })
 }
 
+/// The bytes of at most `byte` (unsigned) among 16, one bit each: SSE2, the smaller of
+/// each byte and `byte` compared with the byte.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+pub(crate) fn at_most_in_16(sixteen: &[u8; 16], byte: u8) -> u16 {
+    use safe_arch::{
+        cmp_eq_mask_i8_m128i, load_unaligned_m128i, min_u8_m128i, move_mask_i8_m128i,
+        set_splat_i8_m128i,
+    };
+    let bytes = load_unaligned_m128i(sixteen);
+    let smaller = min_u8_m128i(bytes, set_splat_i8_m128i(byte as i8));
+    move_mask_i8_m128i(cmp_eq_mask_i8_m128i(smaller, bytes)) as u16
+}
+
+/// The bytes of at most `byte` among 16, one bit each.
+#[cfg(not(target_arch = "x86_64"))]
+#[inline(always)]
+pub(crate) fn at_most_in_16(sixteen: &[u8; 16], byte: u8) -> u16 {
+    sixteen.iter().enumerate().fold(0, |mask, (at, &found)| {
+        mask | u16::from(found <= byte) << at
+    })
+}
+
 /// The decimal digits among 16 bytes, one bit each: SSE2, the digits moved to the lowest ten
 /// signed bytes (-128 to -119) and compared once.
 #[cfg(target_arch = "x86_64")]
@@ -214,6 +237,24 @@ mod tests {
         }
         assert_eq!(LineEnds::new(&[b'\n'; 130]).count(), 130);
         assert_eq!(LineEnds::new(b"").count(), 0);
+    }
+
+    #[test]
+    fn bytes_at_most_a_bound_are_found_as_a_comparison_finds_them() {
+        // Every byte value at every place, against bounds at the edges of the signed and
+        // unsigned orders.
+        for bound in [0u8, b' ', 0x7f, 0x80, 0xff] {
+            for value in 0..=255u8 {
+                for at in 0..16 {
+                    let mut sixteen = [bound.wrapping_add(1); 16];
+                    sixteen[at] = value;
+                    let expected = sixteen.iter().enumerate().fold(0u16, |mask, (at, &byte)| {
+                        mask | u16::from(byte <= bound) << at
+                    });
+                    assert_eq!(at_most_in_16(&sixteen, bound), expected, "{bound} {value}");
+                }
+            }
+        }
     }
 
     #[test]
