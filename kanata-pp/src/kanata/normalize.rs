@@ -143,6 +143,10 @@ struct PendingLabel {
     line: u64,
 }
 
+/// Stage names by the numbers the reading thread gave them ([`KanataNormalizer::number_stages`]),
+/// with the writer's stage of each once known.
+pub(crate) type NumberedStages = Vec<(Box<[u8]>, Option<Stage>)>;
+
 /// Turns the lines of a Kanata log into a canonical trace written through `kanata_writer`.
 pub(crate) struct KanataNormalizer<W: Write + Send + 'static> {
     builder: WriterBuilder,
@@ -154,7 +158,7 @@ pub(crate) struct KanataNormalizer<W: Write + Send + 'static> {
     ids: Ids<LiveInsn>,
     stages: StageNames,
     /// The names the reading thread numbered, by number, with their stages once known.
-    numbered: Vec<(Box<[u8]>, Option<Stage>)>,
+    numbered: NumberedStages,
     pending: PendingLabel,
     phase: Phase,
     /// Q13: whether `R` types are written as `'0'`/`'1'` (48/49), decided at the first typed
@@ -643,6 +647,12 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             return Ok(());
         }
         self.stage_with_repairs(end, id, insn, lane, stage, name, lineno, diag)
+    }
+
+    /// Swaps the numbers stage names have for `other`: for lines whose names were numbered by
+    /// another numbering than the reading thread's (the blocks the normalizer parses itself).
+    pub(crate) fn swap_numbered(&mut self, other: &mut NumberedStages) {
+        std::mem::swap(&mut self.numbered, other);
     }
 
     /// The names of the stages the reading thread numbered, from number `self.numbered.len()`

@@ -20,7 +20,7 @@ use kanata_writer::Finished;
 use crate::diag::{shorten, strict_error, Diagnostics, Rule};
 use crate::error::Error;
 use crate::input::progress::Progress;
-use crate::kanata::normalize::KanataNormalizer;
+use crate::kanata::normalize::{KanataNormalizer, NumberedStages};
 use crate::kanata::parse::{
     read_plain_stage_line, read_stage_line, Command, Line, LineParser, StageLine,
 };
@@ -373,10 +373,7 @@ pub(crate) fn run<W: Write + Send + 'static>(
     let (full_tx, full_rx) = mpsc::sync_channel::<Batch>(BATCHES_IN_FLIGHT);
     let (empty_tx, empty_rx) = mpsc::channel::<Batch>();
     let mut reader_diag = diag.empty_like();
-    // The normalizer's own parser, for the blocks the reader leaves unparsed (never the
-    // header: the reader parses until the header is behind it).
-    let mut own_reader = KanataReader::new(prefix.clone());
-    own_reader.in_header = false;
+    let mut own = OwnParser::new(prefix.clone());
     let waiting = AtomicBool::new(false);
     let outcome = std::thread::scope(|scope| {
         let reader_diag = &mut reader_diag;
@@ -409,22 +406,7 @@ pub(crate) fn run<W: Write + Send + 'static>(
                         }
                     }
                 };
-                if let Some(first) = batch.unparsed_from {
-                    let mut at = Position {
-                        number: first - 1,
-                        eof: false,
-                        unterminated: false,
-                    };
-                    let mut normalize = EachLine(|number, parsed: &Line<&[u8]>, diag: &mut _| {
-                        normalizer.parsed(parsed, |piece| piece, || false, number, diag)
-                    });
-                    let stop =
-                        parse_lines(&batch.text, &mut own_reader, &mut at, diag, &mut normalize);
-                    if let Some(Err(error)) = stop {
-                        return Err(error);
-                    }
-                }
-                normalize_batch(&mut normalizer, &batch, diag)?;
+                own.normalize(&mut normalizer, &mut batch, diag)?;
                 end = batch.end.take();
                 if end.is_some() {
                     break;
@@ -456,6 +438,53 @@ pub(crate) fn run<W: Write + Send + 'static>(
         return Err(error);
     }
     Ok((finished, lines))
+}
+
+/// The normalizer's own parser, for the blocks the reading thread leaves unparsed (never the
+/// header: the reading thread parses until the header is behind it). It parses a block into
+/// its batch as the reading thread does, its stage names numbered by a numbering of its own.
+struct OwnParser {
+    reader: KanataReader,
+    numbers: StageNumbers,
+    /// The normalizer's stages for `numbers`, while it holds the reading thread's.
+    numbered: NumberedStages,
+}
+
+impl OwnParser {
+    fn new(prefix: Option<Vec<u8>>) -> OwnParser {
+        let mut reader = KanataReader::new(prefix);
+        reader.in_header = false;
+        OwnParser {
+            reader,
+            numbers: StageNumbers::default(),
+            numbered: NumberedStages::new(),
+        }
+    }
+
+    /// Normalizes `batch`, parsing it first if the reading thread left it unparsed (then a
+    /// reason to stop that the parse finds becomes the batch's end).
+    fn normalize<W: Write + Send + 'static>(
+        &mut self,
+        normalizer: &mut KanataNormalizer<W>,
+        batch: &mut Batch,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let Some(first) = batch.unparsed_from else {
+            return normalize_batch(normalizer, batch, diag);
+        };
+        let mut at = Position {
+            number: first - 1,
+            eof: false,
+            unterminated: false,
+        };
+        if let Some(stop) = parse_block(batch, &mut self.reader, &mut self.numbers, &mut at, diag) {
+            batch.end = Some(stop);
+        }
+        normalizer.swap_numbered(&mut self.numbered);
+        let normalized = normalize_batch(normalizer, batch, diag);
+        normalizer.swap_numbered(&mut self.numbered);
+        normalized
+    }
 }
 
 /// Whether the line after `items[at]` is known not to go on with a label (Q8): the last
@@ -672,21 +701,6 @@ trait TakeLines {
         _diag: &mut Diagnostics,
     ) -> bool {
         false
-    }
-}
-
-/// Each line handed to a function.
-struct EachLine<F>(F);
-
-impl<F: FnMut(u64, &Line<&[u8]>, &mut Diagnostics) -> Result<(), Error>> TakeLines for EachLine<F> {
-    #[inline(always)]
-    fn take(
-        &mut self,
-        number: u64,
-        parsed: &Line<&[u8]>,
-        diag: &mut Diagnostics,
-    ) -> Result<(), Error> {
-        (self.0)(number, parsed, diag)
     }
 }
 
@@ -1231,7 +1245,8 @@ mod tests {
     /// The batch path on one thread, for counting its instructions (BENCHMARKS.md, issue
     /// 20): the file `KANATA_PP_BATCH_INPUT` cut into blocks, each parsed into a batch's
     /// items as the reading thread does, then the items normalized as `--check` does
-    /// (`KANATA_PP_BATCH_PARSE_ONLY` set: parsed only). Run under callgrind:
+    /// (`KANATA_PP_BATCH_PARSE_ONLY` set: parsed only; `KANATA_PP_BATCH_UNPARSED` set: the
+    /// blocks after the header parsed by the normalizer's own parser). Run under callgrind:
     ///
     /// ```sh
     /// cargo test --release -p kanata-pp --lib --no-run   # prints the test binary, BIN
@@ -1252,6 +1267,8 @@ mod tests {
         let mut diag = Diagnostics::new(3, false);
         let blocks = if parse_only {
             Blocks::ParsedOnly
+        } else if std::env::var_os("KANATA_PP_BATCH_UNPARSED").is_some() {
+            Blocks::Unparsed
         } else {
             Blocks::Parsed
         };
@@ -1278,6 +1295,7 @@ mod tests {
         diag: &mut Diagnostics,
     ) -> Result<Option<Finished<W>>, Error> {
         let mut reader = KanataReader::new(None);
+        let mut own = OwnParser::new(None);
         let mut numbers = StageNumbers::default();
         let mut at = Position {
             number: 0,
@@ -1295,12 +1313,13 @@ mod tests {
             batch.clear();
             batch.text.extend_from_slice(&input[start..end]);
             start = end;
-            if blocks == Blocks::Unparsed {
-                let mut normalize = EachLine(|n, line: &Line<&[u8]>, d: &mut _| {
-                    normalizer.parsed(line, |piece| piece, || false, n, d)
-                });
-                let stop = parse_lines(&batch.text, &mut reader, &mut at, diag, &mut normalize);
-                if let Some(Err(error)) = stop {
+            if blocks == Blocks::Unparsed && !reader.in_header {
+                // As the normalizer parses the blocks the reading thread leaves it, once the
+                // header is behind.
+                batch.unparsed_from = Some(at.number + 1);
+                at.number += count_lines(&batch.text);
+                own.normalize(&mut normalizer, &mut batch, diag)?;
+                if let Some(Err(error)) = batch.end.take() {
                     return Err(error);
                 }
                 continue;
@@ -1310,7 +1329,7 @@ mod tests {
             {
                 return Err(error);
             }
-            if blocks == Blocks::Parsed {
+            if blocks != Blocks::ParsedOnly {
                 normalize_batch(&mut normalizer, &batch, diag)?;
             }
         }
