@@ -441,8 +441,9 @@ pub(crate) fn run<W: Write + Send + 'static>(
 }
 
 /// The normalizer's own parser, for the blocks the reading thread leaves unparsed (never the
-/// header: the reading thread parses until the header is behind it). It parses a block into
-/// its batch as the reading thread does, its stage names numbered by a numbering of its own.
+/// header: the reading thread parses until the header is behind it). It hands the lines of
+/// a block straight to the normalizer ([`IntoNormalizer`]), its stage names numbered by a
+/// numbering of its own.
 struct OwnParser {
     reader: KanataReader,
     numbers: StageNumbers,
@@ -461,8 +462,7 @@ impl OwnParser {
         }
     }
 
-    /// Normalizes `batch`, parsing it first if the reading thread left it unparsed (then a
-    /// reason to stop that the parse finds becomes the batch's end).
+    /// Normalizes `batch`, parsing it if the reading thread left it unparsed.
     fn normalize<W: Write + Send + 'static>(
         &mut self,
         normalizer: &mut KanataNormalizer<W>,
@@ -477,13 +477,18 @@ impl OwnParser {
             eof: false,
             unterminated: false,
         };
-        if let Some(stop) = parse_block(batch, &mut self.reader, &mut self.numbers, &mut at, diag) {
-            batch.end = Some(stop);
+        normalizer.swap_numbered(&mut self.numbered);
+        let mut take = IntoNormalizer {
+            normalizer,
+            block: &batch.text,
+            numbers: &mut self.numbers,
+        };
+        let stop = parse_lines(&batch.text, &mut self.reader, &mut at, diag, &mut take);
+        normalizer.swap_numbered(&mut self.numbered);
+        match stop {
+            Some(Err(error)) => Err(error),
+            _ => Ok(()),
         }
-        normalizer.swap_numbered(&mut self.numbered);
-        let normalized = normalize_batch(normalizer, batch, diag);
-        normalizer.swap_numbered(&mut self.numbered);
-        normalized
     }
 }
 
@@ -688,10 +693,10 @@ trait TakeLines {
     /// Whether [`take_stage_lines`](Self::take_stage_lines) takes any.
     const TAKES_STAGE_LINES: bool = false;
 
-    /// Takes the common `S` and `E` lines of the block from `*start` on, read straight into
-    /// their compact form, up to the first other line (or one the compact form cannot hold):
+    /// Takes the common `S` and `E` lines of the block from `*start` on, read straight
+    /// from the block, up to the first other line (or one it leaves to the general loop):
     /// `*start`, `line_ends` and `*number` (the last line's number) move past the lines
-    /// taken. `true` when a repair under `--strict` must stop the reading.
+    /// taken. An error when the reading must stop (a repair under `--strict`).
     fn take_stage_lines(
         &mut self,
         _line_ends: &mut LineEnds,
@@ -699,8 +704,8 @@ trait TakeLines {
         _number: &mut u64,
         _parser: &mut LineParser,
         _diag: &mut Diagnostics,
-    ) -> bool {
-        false
+    ) -> Result<(), Error> {
+        Ok(())
     }
 }
 
@@ -781,15 +786,15 @@ impl TakeLines for IntoBatch<'_> {
         number: &mut u64,
         parser: &mut LineParser,
         diag: &mut Diagnostics,
-    ) -> bool {
+    ) -> Result<(), Error> {
         let block = self.block;
         // Each line of the block has a byte, so once the first fits the op's line number,
         // every line after it does.
         let Ok(mut line) = u32::try_from(*number + 1 - self.first) else {
-            return false;
+            return Ok(());
         };
         if u32::try_from(block.len()).is_err() || line.checked_add(block.len() as u32).is_none() {
-            return false;
+            return Ok(());
         }
         // In locals, kept in registers, rather than behind the references.
         let (mut at, mut ends) = (*start, line_ends.clone());
@@ -830,7 +835,10 @@ impl TakeLines for IntoBatch<'_> {
             ends.take_peeked();
         };
         (*start, *number, *line_ends) = (at, self.first + u64::from(line) - 1, ends);
-        strict
+        match strict_error(diag) {
+            Some(error) if strict => Err(error),
+            _ => Ok(()),
+        }
     }
 }
 
@@ -875,6 +883,101 @@ impl IntoBatch<'_> {
             }
         }
         OtherStageLine::Taken
+    }
+}
+
+/// The lines of a block straight to the normalizer, which parses the blocks the reading
+/// thread leaves it: no batch between them, the stage names numbered (by a numbering of the
+/// normalizer's own parser) so that the normalizer finds the stage by indexing.
+struct IntoNormalizer<'b, W: Write + Send + 'static> {
+    normalizer: &'b mut KanataNormalizer<W>,
+    block: &'b [u8],
+    numbers: &'b mut StageNumbers,
+}
+
+impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
+    #[inline(always)]
+    fn take(
+        &mut self,
+        number: u64,
+        parsed: &Line<&[u8]>,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        self.normalizer
+            .parsed(parsed, |piece| piece, || false, number, diag)
+    }
+
+    const TAKES_STAGE_LINES: bool = true;
+
+    // As `IntoBatch`'s, each line's stage handed on at once.
+    #[inline(never)]
+    fn take_stage_lines(
+        &mut self,
+        line_ends: &mut LineEnds,
+        start: &mut usize,
+        number: &mut u64,
+        parser: &mut LineParser,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let block = self.block;
+        let (mut at, mut last, mut ends) = (*start, *number, line_ends.clone());
+        let taken = loop {
+            let Some(end) = ends.peek() else {
+                break Ok(());
+            };
+            let Some(window) = block[at..].first_chunk::<32>() else {
+                break Ok(());
+            };
+            let len = end - at;
+            let plain = read_plain_stage_line(window, len);
+            if let Some(stage) = &plain {
+                if let Some(name) = self.numbers.short_number(window, stage.name_start, len) {
+                    last += 1;
+                    at = end + 1;
+                    ends.take_peeked();
+                    let normalizer = &mut *self.normalizer;
+                    let taken = normalizer
+                        .numbered_stage(stage.end, stage.id, stage.lane, name, last, diag);
+                    if let Err(error) = taken.and_then(|()| strict_error(diag).map_or(Ok(()), Err))
+                    {
+                        break Err(error);
+                    }
+                    continue;
+                }
+            }
+            let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
+                break Ok(());
+            };
+            last += 1;
+            let name = &block[at + stage.name_start..at + stage.name_end];
+            at = end + 1;
+            ends.take_peeked();
+            if stage.odd != 0 {
+                parser.report_stage_line(window, len, &stage, last, diag);
+            }
+            let normalizer = &mut *self.normalizer;
+            let new = || normalizer.number_stages(std::iter::once(name));
+            let taken = match self.numbers.number(name, block, new) {
+                Some(number) => self
+                    .normalizer
+                    .numbered_stage(stage.end, stage.id, stage.lane, number, last, diag),
+                None => {
+                    let line = Line::Command(Command::Stage {
+                        end: stage.end,
+                        id: stage.id,
+                        lane: stage.lane,
+                        name,
+                    });
+                    self.normalizer
+                        .parsed(&line, |piece| piece, || false, last, diag)
+                }
+            };
+            if let Err(error) = taken.and_then(|()| strict_error(diag).map_or(Ok(()), Err)) {
+                break Err(error);
+            }
+        };
+        (*start, *number, *line_ends) = (at, last, ends);
+        taken
     }
 }
 
@@ -966,8 +1069,10 @@ fn parse_lines_unsettled<T: TakeLines>(
     while start < block.len() {
         if T::TAKES_STAGE_LINES && plain && matches!(block[start..], [b'S' | b'E', b'\t', ..]) {
             let parser = &mut reader.parser;
-            if take.take_stage_lines(&mut line_ends, &mut start, &mut at.number, parser, diag) {
-                return strict_error(diag).map(Err);
+            let taken =
+                take.take_stage_lines(&mut line_ends, &mut start, &mut at.number, parser, diag);
+            if let Err(error) = taken {
+                return Some(Err(error));
             }
             if start >= block.len() {
                 break;
@@ -1319,18 +1424,16 @@ mod tests {
                 batch.unparsed_from = Some(at.number + 1);
                 at.number += count_lines(&batch.text);
                 own.normalize(&mut normalizer, &mut batch, diag)?;
-                if let Some(Err(error)) = batch.end.take() {
-                    return Err(error);
-                }
                 continue;
             }
-            if let Some(Err(error)) =
-                parse_block(&mut batch, &mut reader, &mut numbers, &mut at, diag)
-            {
-                return Err(error);
-            }
+            // The lines before the one that stopped the parse are normalized first, as `run`
+            // normalizes a batch before its end.
+            let stop = parse_block(&mut batch, &mut reader, &mut numbers, &mut at, diag);
             if blocks != Blocks::ParsedOnly {
                 normalize_batch(&mut normalizer, &batch, diag)?;
+            }
+            if let Some(Err(error)) = stop {
+                return Err(error);
             }
         }
         if blocks == Blocks::ParsedOnly {
@@ -1352,6 +1455,38 @@ mod tests {
             };
             assert!(error.to_string().contains("line 5"), "{blocks:?}: {error}");
             assert!(error.to_string().contains("Q1"), "{blocks:?}: {error}");
+        }
+    }
+
+    #[test]
+    fn strict_stops_at_a_normalizer_repair_among_common_stage_lines() {
+        // Line N is an `E` of a stage that is not open (Q7), in a run of common stage lines
+        // after a few blocks of them; two lines on, a cycle past 64 bits stops the
+        // conversion with an error of its own. The repair, the first, is what --strict
+        // reports, whichever thread parsed the block.
+        let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
+        for id in 0..60_000 {
+            input.extend_from_slice(format!("I\t{id}\t{id}\t0\nS\t{id}\t0\tF\n").as_bytes());
+            input.extend_from_slice(format!("E\t{id}\t0\tF\nR\t{id}\t{id}\t0\n").as_bytes());
+        }
+        input.extend_from_slice(b"I\t60000\t60000\t0\nS\t60000\t0\tF\nE\t60000\t0\tX\n");
+        input.extend_from_slice(b"S\t60000\t0\tD\n");
+        input.extend_from_slice(b"C\t99999999999999999999999\n");
+        assert!(input.len() > 3 * BLOCK);
+        let line = 2 + 4 * 60_000 + 3;
+        for blocks in [Blocks::Parsed, Blocks::Unparsed] {
+            let normalizer =
+                KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
+            let mut diag = Diagnostics::new(3, true);
+            let Err(error) = convert_in_blocks(&input, normalizer, blocks, &mut diag) else {
+                panic!("{blocks:?}: no --strict error");
+            };
+            let error = error.to_string();
+            assert!(
+                error.contains(&format!("line {line}")),
+                "{blocks:?}: {error}"
+            );
+            assert!(error.contains("Q7"), "{blocks:?}: {error}");
         }
     }
 
