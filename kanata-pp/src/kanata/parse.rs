@@ -432,22 +432,6 @@ impl LineParser {
         }
     }
 
-    /// The `S` or `E` line of `len` bytes at the start of `window` (which goes on past its
-    /// end), with its repairs reported, when it is one of the common ones; `None` (having
-    /// reported nothing) for any other line, which [`parse_into`](Self::parse_into) reads.
-    #[inline(always)]
-    pub(crate) fn parse_stage_line(
-        &mut self,
-        window: &[u8; 32],
-        len: usize,
-        lineno: u64,
-        diag: &mut Diagnostics,
-    ) -> Option<StageLine> {
-        let stage = read_stage_line(window, len)?;
-        self.report_stage_line(window, len, &stage, lineno, diag);
-        Some(stage)
-    }
-
     /// Reports the repairs of `stage`, read by [`read_stage_line`] from the `len` bytes at
     /// the start of `window`.
     #[inline(always)]

@@ -690,23 +690,18 @@ trait TakeLines {
         diag: &mut Diagnostics,
     ) -> Result<(), Error>;
 
-    /// Whether [`take_stage_lines`](Self::take_stage_lines) takes any.
-    const TAKES_STAGE_LINES: bool = false;
-
     /// Takes the common `S` and `E` lines of the block from `*start` on, read straight
     /// from the block, up to the first other line (or one it leaves to the general loop):
     /// `*start`, `line_ends` and `*number` (the last line's number) move past the lines
     /// taken. An error when the reading must stop (a repair under `--strict`).
     fn take_stage_lines(
         &mut self,
-        _line_ends: &mut LineEnds,
-        _start: &mut usize,
-        _number: &mut u64,
-        _parser: &mut LineParser,
-        _diag: &mut Diagnostics,
-    ) -> Result<(), Error> {
-        Ok(())
-    }
+        line_ends: &mut LineEnds,
+        start: &mut usize,
+        number: &mut u64,
+        parser: &mut LineParser,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error>;
 }
 
 /// The lines of a block into the parts of its [`Batch`].
@@ -771,8 +766,6 @@ impl TakeLines for IntoBatch<'_> {
         });
         Ok(())
     }
-
-    const TAKES_STAGE_LINES: bool = true;
 
     // A loop of its own, which keeps in registers only what these lines need: the general
     // loop around every kind of line keeps most of its state on the stack. The commonest
@@ -906,8 +899,6 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
         self.normalizer
             .parsed(parsed, |piece| piece, || false, number, diag)
     }
-
-    const TAKES_STAGE_LINES: bool = true;
 
     // As `IntoBatch`'s, each line's stage handed on at once.
     #[inline(never)]
@@ -1067,7 +1058,7 @@ fn parse_lines_unsettled<T: TakeLines>(
     let mut line_ends = LineEnds::new(block);
     let mut plain = reader.reads_plain_lines();
     while start < block.len() {
-        if T::TAKES_STAGE_LINES && plain && matches!(block[start..], [b'S' | b'E', b'\t', ..]) {
+        if plain && matches!(block[start..], [b'S' | b'E', b'\t', ..]) {
             let parser = &mut reader.parser;
             let taken =
                 take.take_stage_lines(&mut line_ends, &mut start, &mut at.number, parser, diag);
@@ -1087,7 +1078,6 @@ fn parse_lines_unsettled<T: TakeLines>(
         };
         at.number += 1;
         let number = at.number;
-        let line_start = start;
         let mut line = &block[start..end];
         start = next;
         if let [rest @ .., b'\r'] = line {
@@ -1095,31 +1085,9 @@ fn parse_lines_unsettled<T: TakeLines>(
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
         let mut parsed = Line::Blank;
-        // Most lines, `S` and `E`, the short way (see `LineParser::parse_stage_line`), unless
-        // `take_stage_lines` has had them: then this line is not one it reads.
-        let stage = match (
-            plain && !T::TAKES_STAGE_LINES,
-            block[line_start..].first_chunk::<32>(),
-        ) {
-            (true, Some(window)) => {
-                reader
-                    .parser
-                    .parse_stage_line(window, line.len(), number, diag)
-            }
-            _ => None,
-        };
-        let read = match stage {
-            Some(stage) => {
-                parsed = Line::Command(Command::Stage {
-                    end: stage.end,
-                    id: stage.id,
-                    lane: stage.lane,
-                    name: &line[stage.name_start..stage.name_end],
-                });
-                Ok(true)
-            }
-            None => reader.read(line, number, diag, &mut parsed),
-        };
+        // The `S` and `E` lines `take_stage_lines` leaves (and every line until the header
+        // is behind or while a prefix is taken off) are read here with the others.
+        let read = reader.read(line, number, diag, &mut parsed);
         match read {
             Ok(false) => {}
             // By reference, here and on to the normalizer (see `KanataReader::read`).
