@@ -32,9 +32,9 @@
 #
 # The inputs: every file under ../shared/corpus (when it exists), every trace in samples/,
 # inputs written by the base revision's generators (kanata-pp/examples/make_sloppy.rs,
-# make_gem5.rs, make_rsd.rs: a few MB each plus small variants), and inputs made here: cut,
-# damaged, non-UTF-8, truncated gzip/zstd, gem5 dialects (BOOM events, RTL prefixes, spaced
-# colons, old retire lines), empty and not-a-trace files, weird file names. Each is run with
+# make_padded.rs, make_gem5.rs, make_rsd.rs: a few MB each plus small variants), and inputs
+# made here: cut, damaged, non-UTF-8, truncated gzip/zstd, gem5 dialects (BOOM events, RTL
+# prefixes, spaced colons, old retire lines), empty and not-a-trace files, weird file names. Each is run with
 # about twenty flag sets (plain, .gz and .zst output, --check, --stats, --report json, -v,
 # --strict, the clean-ups, forced --from, the gem5 and RSD options, stdin to stdout); then come
 # default output names, existing outputs, usage errors, --help/--version/completions/man page,
@@ -131,7 +131,7 @@ build_rev() {
     while read -r exe; do cp "$exe" "$T/bin/$name/"; done <<<"$exe"
 }
 
-build_rev "$BASE_REV" base make_sloppy make_gem5 make_rsd
+build_rev "$BASE_REV" base make_sloppy make_padded make_gem5 make_rsd
 if [[ -n $CURRENT_REV ]]; then
     build_rev "$CURRENT_REV" cur
     CUR_WHAT="revision $CURRENT_REV"
@@ -185,6 +185,7 @@ gen() { # NAME EXAMPLE ARGS...
     INPUTS+=("$IN/gen/$name")
 }
 gen sloppy-3mb.log make_sloppy --mb 3
+gen padded-3mb.log make_padded --mb 3
 gen gem5-3mb.out make_gem5 --mb 3
 gen gem5-ex-logs-1mb.out make_gem5 --mb 1 --ex-logs
 gen rsd-3mb.raw.log make_rsd --mb 3

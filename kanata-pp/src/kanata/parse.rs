@@ -443,9 +443,25 @@ impl LineParser {
         lineno: u64,
         diag: &mut Diagnostics,
     ) {
-        if stage.odd != 0 {
-            self.report_odd(&window[..len], stage.odd, lineno, diag);
+        // Padding alone, most padded lines' repair, without the tests for the others.
+        if stage.odd == fast::Q1 {
+            self.q1
+                .report(Rule::Q1, lineno, || Q1_COMMAND.to_owned(), diag);
+        } else if stage.odd != 0 {
+            self.report_odd_out_of_line(&window[..len], stage.odd, lineno, diag);
         }
+    }
+
+    /// [`report_odd`](Self::report_odd), out of the common lines' way.
+    #[inline(never)]
+    fn report_odd_out_of_line(
+        &mut self,
+        line: &[u8],
+        odd: fast::Odd,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) {
+        self.report_odd(line, odd, lineno, diag);
     }
 
     /// Reads `line` (without its line end). `lineno` is 1-based, for the reports.

@@ -1058,7 +1058,7 @@ fn parse_lines_unsettled<T: TakeLines>(
     let mut line_ends = LineEnds::new(block);
     let mut plain = reader.reads_plain_lines();
     while start < block.len() {
-        if plain && matches!(block[start..], [b'S' | b'E', b'\t', ..]) {
+        if plain && matches!(block[start..], [b'S' | b'E', b'\t' | b' ', ..]) {
             let parser = &mut reader.parser;
             let taken =
                 take.take_stage_lines(&mut line_ends, &mut start, &mut at.number, parser, diag);

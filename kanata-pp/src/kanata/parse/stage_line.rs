@@ -3,12 +3,13 @@
 //! each class becomes a mask with a bit a byte, and the fields are found from the masks by
 //! bit counts instead of a byte at a time.
 //!
-//! [`read`] takes the lines [`super::fast::parse_into`] reads as `S` or `E` with TAB-separated
-//! fields, padded with spaces or not, and gives exactly what it gives; anything rarer (a `+`
-//! or a leading zero, other white space at the ends of the name, a `/`, a line longer than
-//! 32 bytes) is left to it.
+//! [`read`] takes the lines [`super::fast::parse_into`] reads as `S` or `E`, with TAB-separated
+//! fields or fields separated by spaces (Q19), padded with spaces or not, numbers written
+//! plain or with a `+` or leading zeros (Q1, Q20), and gives exactly what it gives, repairs
+//! included; anything rarer (other white space at the ends of the name, a `/`, a line longer
+//! than 32 bytes) is left to it.
 
-use super::fast::{Odd, Q1};
+use super::fast::{Odd, Q1, Q19, Q20};
 use super::is_space;
 use crate::kanata::scan::{at_most_in_16, digits_in_16, matches_in_16};
 
@@ -45,14 +46,25 @@ pub(crate) fn read(window: &[u8; 32], len: usize) -> Option<StageLine> {
         b'E' => true,
         _ => return None,
     };
-    if window[1] != b'\t' || len > 32 {
+    if len > 32 {
         return None;
+    }
+    match window[1] {
+        b'\t' => {}
+        b' ' => return read_spaced(window, len, end),
+        _ => return None,
     }
     let classes = classify(window, len);
     if classes.slash != 0 {
         // Perhaps a trailing comment (Q3).
         return None;
     }
+    read_tabbed(window, len, end, classes)
+}
+
+/// [`read`] of a line whose fields are TAB-separated.
+#[inline(always)]
+fn read_tabbed(window: &[u8; 32], len: usize, end: bool, classes: Classes) -> Option<StageLine> {
     // The TABs after the first, and the line end: the first ends the id, the next the lane,
     // the next the name, and more means trailing fields (Q1). Each field is the bits
     // between two ends, found by subtraction.
@@ -69,29 +81,85 @@ pub(crate) fn read(window: &[u8; 32], len: usize) -> Option<StageLine> {
     let id_field = (id_end - 0b100) as u32;
     let lane_field = (lane_end - (id_end << 1)) as u32;
     let name_field = (name_field_end - (lane_end << 1)) as u32;
-    let (id, id_spaced) = number(window, classes, id_field, 18)?;
-    let (lane, lane_spaced) = number(window, classes, lane_field, 9)?;
+    let id = number(window, classes, id_field, 18)?;
+    let lane = number(window, classes, lane_field, 9)?;
     let name = name_field & !classes.space;
+    let (name_start, name_end) = name_bounds(window, name)?;
+    let trimmed = u64::from(name_field) != (1 << name_end) - (1 << name_start);
+    let q1 = id.spaced | id.signed_or_zero | lane.spaced | trimmed | trailing;
+    Some(StageLine {
+        end,
+        id: id.value,
+        lane: lane.value as u32,
+        name_start,
+        name_end,
+        odd: if q1 { Q1 } else { 0 } | if lane.signed_or_zero { Q20 } else { 0 },
+    })
+}
+
+/// [`read`] of a line whose fields are separated by spaces and that has no TAB (Q19): the id
+/// and the lane are words, and the name is the rest of the line after the one space that
+/// follows the lane, trimmed, as [`super::fast`] splits such a line. Out of line: inlined,
+/// it cost the TAB-separated lines more than the call costs these.
+#[inline(never)]
+fn read_spaced(window: &[u8; 32], len: usize, end: bool) -> Option<StageLine> {
+    let classes = classify(window, len);
+    if classes.tab | classes.slash != 0 {
+        return None;
+    }
+    let line = ((1u64 << len) - 1) as u32;
+    // The bytes of the words, after the command letter and the space that follows it.
+    let words = line & !classes.space & !0b11;
+    let id_field = word(words)?;
+    let after_id = words & !(id_field | (id_field - 1));
+    let lane_field = word(after_id)?;
+    let id = number(window, classes, id_field, 18)?;
+    let lane = number(window, classes, lane_field, 9)?;
+    // The name starts a byte after the lane's end, which a space must follow.
+    let lane_end = 32 - lane_field.leading_zeros() as usize;
+    if lane_end + 1 >= len {
+        return None;
+    }
+    let name = words & !((2 << lane_end) - 1);
+    let (name_start, name_end) = name_bounds(window, name)?;
+    Some(StageLine {
+        end,
+        id: id.value,
+        lane: lane.value as u32,
+        name_start,
+        name_end,
+        odd: Q19
+            | if id.signed_or_zero { Q1 } else { 0 }
+            | if lane.signed_or_zero { Q20 } else { 0 },
+    })
+}
+
+/// The bits of the first word among `words` (the bytes of the line that are not spaces);
+/// `None` if there is none.
+#[inline(always)]
+fn word(words: u32) -> Option<u32> {
+    if words == 0 {
+        return None;
+    }
+    let start = words & words.wrapping_neg();
+    // Adding the lowest bit carries through the word and stops at the space after it.
+    Some(words & !words.wrapping_add(start))
+}
+
+/// Where the name whose bytes other than spaces are the bits of `name` starts and ends;
+/// `None` if it is empty, or if it starts or ends with white space other than a space (a
+/// CR, a form feed; the field-by-field reader's to trim).
+#[inline(always)]
+fn name_bounds(window: &[u8; 32], name: u32) -> Option<(usize, usize)> {
     if name == 0 {
         return None;
     }
     let name_start = name.trailing_zeros() as usize;
     let name_end = 32 - name.leading_zeros() as usize;
-    // White space other than spaces at an end of the name (a CR, a form feed; a TAB or a
-    // line end cannot be there) is trimmed too: the field-by-field reader's to find.
     if is_space(window[name_start]) || is_space(window[name_end - 1]) {
         return None;
     }
-    let trimmed = u64::from(name_field) != (1 << name_end) - (1 << name_start);
-    let odd = id_spaced | lane_spaced | trimmed | trailing;
-    Some(StageLine {
-        end,
-        id,
-        lane: lane as u32,
-        name_start,
-        name_end,
-        odd: if odd { Q1 } else { 0 },
-    })
+    Some((name_start, name_end))
 }
 
 /// [`read`] for the shortest and commonest lines only, in far fewer instructions: under 16
@@ -150,32 +218,88 @@ pub(crate) fn read_plain(window: &[u8; 32], len: usize) -> Option<StageLine> {
     })
 }
 
-/// The value of the number field whose bytes are the bits of `field` and whether spaces pad
-/// it: a run of at most `max_digits` decimal digits without a leading zero, perhaps with
-/// spaces around it. `None` for anything else.
+/// A number field as [`number`] reads it.
+struct Number {
+    value: i64,
+    /// Spaces around the number (Q1's to report).
+    spaced: bool,
+    /// A `+` or a leading zero (`+5`, `007`): Q1's to report, or for a lane Q20's.
+    signed_or_zero: bool,
+}
+
+/// The number field whose bytes are the bits of `field`: a run of at most `max_digits`
+/// decimal digits, perhaps after a `+`, perhaps with spaces around it. `None` for anything
+/// else.
 #[inline(always)]
-fn number(window: &[u8; 32], classes: Classes, field: u32, max_digits: u32) -> Option<(i64, bool)> {
-    let digits = field & !classes.space;
-    if digits == 0 || digits & !classes.digit != 0 {
+fn number(window: &[u8; 32], classes: Classes, field: u32, max_digits: u32) -> Option<Number> {
+    let written = field & !classes.space;
+    if written == 0 {
         return None;
     }
-    let start = digits.trailing_zeros();
-    let run = digits >> start;
-    // One run of digits, no space between them.
+    let start = written.trailing_zeros();
+    let run = written >> start;
+    // One run of bytes, no space between them.
     if run & run.wrapping_add(1) != 0 {
         return None;
     }
+    let spaced = field & classes.space != 0;
     let start = start as usize;
     if run == 1 {
         // One digit, as most lanes and a tenth of ids are.
-        return Some((i64::from(window[start] - b'0'), field & classes.space != 0));
+        let digit = window[start].wrapping_sub(b'0');
+        return (digit <= 9).then_some(Number {
+            value: i64::from(digit),
+            spaced,
+            signed_or_zero: false,
+        });
     }
-    let count = run.trailing_ones();
-    if window[start] == b'0' {
-        // A leading zero: Q1's (or for a lane Q20's) to report.
+    if written & !classes.digit != 0 || window[start] == b'0' {
+        return signed_or_zero_number(window, classes, field, max_digits);
+    }
+    let value = digits_value(window, start, run.trailing_ones(), max_digits)?;
+    Some(Number {
+        value,
+        spaced,
+        signed_or_zero: false,
+    })
+}
+
+/// [`number`] of a field of more than one byte that starts with a `+` or a `0` (`+5`,
+/// `007`: Q1's, or for a lane Q20's), or holds another byte that is no digit: rare, out of
+/// the common lines' way.
+#[cold]
+#[inline(never)]
+fn signed_or_zero_number(
+    window: &[u8; 32],
+    classes: Classes,
+    field: u32,
+    max_digits: u32,
+) -> Option<Number> {
+    let written = field & !classes.space;
+    let start = written.trailing_zeros() as usize;
+    let plus = window[start] == b'+';
+    let digits = written & !(u32::from(plus) << start);
+    if digits & !classes.digit != 0 {
         return None;
     }
-    let value = match window.get(start..start + 8) {
+    let value = digits_value(
+        window,
+        start + usize::from(plus),
+        digits.count_ones(),
+        max_digits,
+    )?;
+    Some(Number {
+        value,
+        spaced: field & classes.space != 0,
+        signed_or_zero: true,
+    })
+}
+
+/// The value of the `count` (at least 1) digits at `start`; `None` for more than
+/// `max_digits`.
+#[inline(always)]
+fn digits_value(window: &[u8; 32], start: usize, count: u32, max_digits: u32) -> Option<i64> {
+    Some(match window.get(start..start + 8) {
         Some(word) if count <= 8 => {
             let word = u64::from_le_bytes(word.try_into().expect("8 bytes"));
             super::fast::digits_value(word ^ 0x3030_3030_3030_3030, count as usize)
@@ -184,8 +308,7 @@ fn number(window: &[u8; 32], classes: Classes, field: u32, max_digits: u32) -> O
             .iter()
             .fold(0i64, |value, &digit| value * 10 + i64::from(digit - b'0')),
         _ => return None,
-    };
-    Some((value, field & classes.space != 0))
+    })
 }
 
 /// The classes of the bytes of `window`, the TABs and slashes among the first `len` (at
@@ -261,6 +384,14 @@ mod tests {
             (b"S\t  12 \t 0\tIF  ", false, 12, 0, b"IF", Q1),
             (b"S\t         0\t         0\tF\t", false, 0, 0, b"F", Q1),
             (b"E\t7\t1\t IS\t\tx", true, 7, 1, b"IS", Q1),
+            (b"S\t+1\t0\tF", false, 1, 0, b"F", Q1),
+            (b"S\t 01\t0\tF", false, 1, 0, b"F", Q1),
+            (b"S\t1\t00\tF", false, 1, 0, b"F", Q20),
+            (b"S\t1\t +7 \tF", false, 1, 7, b"F", Q1 | Q20),
+            // Q19: fields separated by spaces, the name the rest of the line.
+            (b"S 1 0 F", false, 1, 0, b"F", Q19),
+            (b"E   12  3   I D  ", true, 12, 3, b"I D", Q19),
+            (b"S +12 00 F", false, 12, 0, b"F", Q19 | Q1 | Q20),
         ] {
             let stage = read_line(line, b"S\t1\t2\t3/").expect("read");
             let name_read = &line[stage.name_start..stage.name_end];
@@ -319,10 +450,12 @@ mod tests {
     fn rarer_lines_are_left_to_the_other_readers() {
         for line in [
             &b"I\t0\t0\t0"[..],
-            b"S 1 0 F",         // Q19
-            b"S\t+1\t0\tF",     // Q1
-            b"S\t01\t0\tF",     // Q1
-            b"S\t1\t00\tF",     // Q20
+            b"S 1 0",           // no name
+            b"S 1 0 ",          // no name
+            b"S 1 0\tF",        // a TAB among spaces
+            b"S\t+\t0\tF",      // no digits
+            b"S\t+ 1\t0\tF",    // a space inside the number
+            b"S 1  + 0 F",      // a space inside the number
             b"S\t-1\t0\tF",     // Q12's to judge
             b"S\t1\t0\tF // x", // Q3
             b"S\t1\t0\t",       // no name
@@ -373,10 +506,13 @@ mod tests {
         ];
         let mut taken = 0;
         let mut plain_taken = 0;
+        let mut spaced_taken = 0;
         for _ in 0..300_000 {
             let mut line = vec![[b'S', b'E', b'I', b'L'][next(4)]];
-            // Mostly the shape of a stage line, then a few pieces anywhere.
-            line.push(b'\t');
+            // Mostly the shape of a stage line, its fields separated by TABs or by spaces
+            // (Q19), then a few pieces anywhere.
+            let separator = [b'\t', b'\t', b'\t', b' '][next(4)];
+            line.push(separator);
             for field in 0..3 {
                 for _ in 0..next(3) {
                     line.extend_from_slice(pieces[next(16)]);
@@ -392,7 +528,7 @@ mod tests {
                     line.extend_from_slice(pieces[next(16)]);
                 }
                 if field < 2 {
-                    line.push(b'\t');
+                    line.push(separator);
                 }
             }
             line.truncate(line.len() - next(3).min(line.len() - 1));
@@ -432,6 +568,7 @@ mod tests {
                 continue;
             };
             taken += 1;
+            spaced_taken += usize::from(stage.odd & Q19 != 0);
             let name = line[stage.name_start..stage.name_end].to_vec();
             assert_eq!(
                 Some((stage.end, stage.id, stage.lane, name, stage.odd)),
@@ -441,6 +578,10 @@ mod tests {
             );
         }
         assert!(taken > 10_000, "{taken} lines taken");
+        assert!(
+            spaced_taken > 1_000,
+            "{spaced_taken} lines with spaces taken"
+        );
         assert!(
             plain_taken > 1_000,
             "{plain_taken} lines taken by read_plain"
