@@ -817,7 +817,7 @@ impl TakeLines for IntoBatch<'_> {
                 }
             }
             let number = self.first + u64::from(line);
-            let taken = self.take_other_stage_line(plain, at, len, number, parser, diag);
+            let taken = self.take_other_stage_line(plain, window, at, len, number, parser, diag);
             match taken {
                 OtherStageLine::Left => break false,
                 OtherStageLine::Taken => {}
@@ -845,23 +845,23 @@ enum OtherStageLine {
 }
 
 impl IntoBatch<'_> {
-    /// The line `number` of `len` bytes at `at` in the block as a [`StageOp`], if it is a
-    /// stage line one holds, read already by `read_plain_stage_line` (`plain`) or not: the
-    /// padded lines, the new names, the long ones. Inlined: out of line, the call cost the
-    /// padded logs more than the canonical ones gained.
+    /// The line `number` of `len` bytes at `at` in the block (at the start of `window`) as
+    /// a [`StageOp`], if it is a stage line one holds, read already by
+    /// `read_plain_stage_line` (`plain`) or not: the padded lines, the new names, the long
+    /// ones. Inlined: out of line, the call cost the padded logs more than the canonical ones
+    /// gained.
     #[inline(always)]
+    #[allow(clippy::too_many_arguments)]
     fn take_other_stage_line(
         &mut self,
         plain: Option<StageLine>,
+        window: &[u8; 32],
         at: usize,
         len: usize,
         number: u64,
         parser: &mut LineParser,
         diag: &mut Diagnostics,
     ) -> OtherStageLine {
-        let Some(window) = self.block[at..].first_chunk::<32>() else {
-            return OtherStageLine::Left;
-        };
         let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
             return OtherStageLine::Left;
         };
