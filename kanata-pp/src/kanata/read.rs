@@ -767,10 +767,6 @@ impl TakeLines for IntoBatch<'_> {
         Ok(())
     }
 
-    // A loop of its own, which keeps in registers only what these lines need: the general
-    // loop around every kind of line keeps most of its state on the stack. The commonest
-    // (those `read_plain_stage_line` reads, with a short name numbered already) go the
-    // shortest way, straight to an op.
     #[inline(never)]
     fn take_stage_lines(
         &mut self,
@@ -782,77 +778,50 @@ impl TakeLines for IntoBatch<'_> {
     ) -> Result<(), Error> {
         let block = self.block;
         // Each line of the block has a byte, so once the first fits the op's line number,
-        // every line after it does.
-        let Ok(mut line) = u32::try_from(*number + 1 - self.first) else {
+        // every line after it does (see `numbered`).
+        let Ok(line) = u32::try_from(*number + 1 - self.first) else {
             return Ok(());
         };
         if u32::try_from(block.len()).is_err() || line.checked_add(block.len() as u32).is_none() {
             return Ok(());
         }
-        // In locals, kept in registers, rather than behind the references.
-        let (mut at, mut ends) = (*start, line_ends.clone());
-        let strict = loop {
-            let Some(end) = ends.peek() else {
-                break false;
-            };
-            let Some(window) = block[at..].first_chunk::<32>() else {
-                break false;
-            };
-            let len = end - at;
-            let plain = read_plain_stage_line(window, len);
-            if let Some(stage) = &plain {
-                let name = self.numbers.short_number(window, stage.name_start, len);
-                if let (Some(name), Ok(lane)) = (name, u16::try_from(stage.lane)) {
-                    self.stage_ops.push(StageOp {
-                        id: stage.id,
-                        line,
-                        lane,
-                        name,
-                        end: stage.end,
-                    });
-                    line += 1;
-                    at = end + 1;
-                    ends.take_peeked();
-                    continue;
-                }
-            }
-            let number = self.first + u64::from(line);
-            let taken = self.take_other_stage_line(plain, window, at, len, number, parser, diag);
-            match taken {
-                OtherStageLine::Left => break false,
-                OtherStageLine::Taken => {}
-                OtherStageLine::TakenStrictly => break true,
-            }
-            line += 1;
-            at = end + 1;
-            ends.take_peeked();
-        };
-        (*start, *number, *line_ends) = (at, self.first + u64::from(line) - 1, ends);
-        match strict_error(diag) {
-            Some(error) if strict => Err(error),
-            _ => Ok(()),
-        }
+        take_stage_lines(self, block, line_ends, start, number, parser, diag)
     }
 }
 
-/// What [`IntoBatch::take_other_stage_line`] did with a line.
-enum OtherStageLine {
-    /// Nothing: the line is no stage line the compact form holds.
-    Left,
-    Taken,
-    /// Taken, with a repair that `--strict` stops at.
-    TakenStrictly,
-}
-
-impl IntoBatch<'_> {
-    /// The line `number` of `len` bytes at `at` in the block (at the start of `window`) as
-    /// a [`StageOp`], if it is a stage line one holds, read already by
-    /// `read_plain_stage_line` (`plain`) or not: the padded lines, the new names, the long
-    /// ones. Inlined: out of line, the call cost the padded logs more than the canonical ones
-    /// gained.
+impl StageLineSink for IntoBatch<'_> {
     #[inline(always)]
-    #[allow(clippy::too_many_arguments)]
-    fn take_other_stage_line(
+    fn short_number(&self, window: &[u8; 32], name_start: usize, name_end: usize) -> Option<u8> {
+        self.numbers.short_number(window, name_start, name_end)
+    }
+
+    // The commonest lines go the shortest way, straight to an op.
+    #[inline(always)]
+    fn numbered(
+        &mut self,
+        stage: &StageLine,
+        name: u8,
+        number: u64,
+        _diag: &mut Diagnostics,
+    ) -> Result<bool, Error> {
+        let Ok(lane) = u16::try_from(stage.lane) else {
+            return Ok(false);
+        };
+        self.stage_ops.push(StageOp {
+            id: stage.id,
+            // Fits: `IntoBatch::take_stage_lines` checked it for the whole block.
+            line: (number - self.first) as u32,
+            lane,
+            name,
+            end: stage.end,
+        });
+        Ok(true)
+    }
+
+    // Inlined: out of line, the call cost the padded logs more than the canonical ones
+    // gained.
+    #[inline(always)]
+    fn other(
         &mut self,
         plain: Option<StageLine>,
         window: &[u8; 32],
@@ -861,22 +830,114 @@ impl IntoBatch<'_> {
         number: u64,
         parser: &mut LineParser,
         diag: &mut Diagnostics,
-    ) -> OtherStageLine {
+    ) -> Result<bool, Error> {
         let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
-            return OtherStageLine::Left;
+            return Ok(false);
         };
         let name = &self.block[at + stage.name_start..at + stage.name_end];
         if !self.stage_op(number, stage.end, stage.id, stage.lane, name) {
-            return OtherStageLine::Left;
+            return Ok(false);
         }
         if stage.odd != 0 {
             parser.report_stage_line(window, len, &stage, number, diag);
-            if diag.strict_violation().is_some() {
-                return OtherStageLine::TakenStrictly;
+            if let Some(error) = strict_error(diag) {
+                return Err(error);
             }
         }
-        OtherStageLine::Taken
+        Ok(true)
     }
+}
+
+/// Where [`take_stage_lines`] hands the `S` and `E` lines it reads from a block.
+trait StageLineSink {
+    /// The number of the name from `name_start` to `name_end` in `window`, if it is a short
+    /// name numbered already.
+    fn short_number(&self, window: &[u8; 32], name_start: usize, name_end: usize) -> Option<u8>;
+
+    /// Takes line `number`, read by `read_plain_stage_line` as `stage`, its short name
+    /// numbered `name`; `false` (nothing done) when it leaves it to [`Self::other`].
+    fn numbered(
+        &mut self,
+        stage: &StageLine,
+        name: u8,
+        number: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<bool, Error>;
+
+    /// Takes line `number`, the `len` bytes at `at` in the block (at the start of `window`),
+    /// read already by `read_plain_stage_line` (`plain`) or not: the padded lines, the new
+    /// names, the long ones. `false` (nothing done) when it is no stage line taken here, left
+    /// to the general loop; an error when the reading must stop, the line taken.
+    #[allow(clippy::too_many_arguments)]
+    fn other(
+        &mut self,
+        plain: Option<StageLine>,
+        window: &[u8; 32],
+        at: usize,
+        len: usize,
+        number: u64,
+        parser: &mut LineParser,
+        diag: &mut Diagnostics,
+    ) -> Result<bool, Error>;
+}
+
+/// [`TakeLines::take_stage_lines`] for either sink: a loop of its own, which keeps in
+/// registers only what these lines need (the general loop around every kind of line keeps
+/// most of its state on the stack). The commonest lines (those `read_plain_stage_line`
+/// reads, with a short name numbered already) take the shortest way.
+#[inline(always)]
+fn take_stage_lines(
+    sink: &mut impl StageLineSink,
+    block: &[u8],
+    line_ends: &mut LineEnds,
+    start: &mut usize,
+    number: &mut u64,
+    parser: &mut LineParser,
+    diag: &mut Diagnostics,
+) -> Result<(), Error> {
+    // In locals, kept in registers, rather than behind the references.
+    let (mut at, mut last, mut ends) = (*start, *number, line_ends.clone());
+    let taken = loop {
+        let Some(end) = ends.peek() else {
+            break Ok(());
+        };
+        let Some(window) = block[at..].first_chunk::<32>() else {
+            break Ok(());
+        };
+        let len = end - at;
+        let plain = read_plain_stage_line(window, len);
+        // The error the reading stops at, after the line that made it.
+        let mut stop = None;
+        if let Some(stage) = &plain {
+            if let Some(name) = sink.short_number(window, stage.name_start, len) {
+                match sink.numbered(stage, name, last + 1, diag) {
+                    Ok(true) => {
+                        last += 1;
+                        at = end + 1;
+                        ends.take_peeked();
+                        continue;
+                    }
+                    Ok(false) => {}
+                    Err(error) => stop = Some(error),
+                }
+            }
+        }
+        if stop.is_none() {
+            match sink.other(plain, window, at, len, last + 1, parser, diag) {
+                Ok(true) => {}
+                Ok(false) => break Ok(()),
+                Err(error) => stop = Some(error),
+            }
+        }
+        last += 1;
+        at = end + 1;
+        ends.take_peeked();
+        if let Some(error) = stop {
+            break Err(error);
+        }
+    };
+    (*start, *number, *line_ends) = (at, last, ends);
+    taken
 }
 
 /// The lines of a block straight to the normalizer, which parses the blocks the reading
@@ -900,7 +961,6 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
             .parsed(parsed, |piece| piece, || false, number, diag)
     }
 
-    // As `IntoBatch`'s, each line's stage handed on at once.
     #[inline(never)]
     fn take_stage_lines(
         &mut self,
@@ -911,64 +971,67 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         let block = self.block;
-        let (mut at, mut last, mut ends) = (*start, *number, line_ends.clone());
-        let taken = loop {
-            let Some(end) = ends.peek() else {
-                break Ok(());
-            };
-            let Some(window) = block[at..].first_chunk::<32>() else {
-                break Ok(());
-            };
-            let len = end - at;
-            let plain = read_plain_stage_line(window, len);
-            if let Some(stage) = &plain {
-                if let Some(name) = self.numbers.short_number(window, stage.name_start, len) {
-                    last += 1;
-                    at = end + 1;
-                    ends.take_peeked();
-                    let normalizer = &mut *self.normalizer;
-                    let taken = normalizer
-                        .numbered_stage(stage.end, stage.id, stage.lane, name, last, diag);
-                    if let Err(error) = taken.and_then(|()| strict_error(diag).map_or(Ok(()), Err))
-                    {
-                        break Err(error);
-                    }
-                    continue;
-                }
-            }
-            let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
-                break Ok(());
-            };
-            last += 1;
-            let name = &block[at + stage.name_start..at + stage.name_end];
-            at = end + 1;
-            ends.take_peeked();
-            if stage.odd != 0 {
-                parser.report_stage_line(window, len, &stage, last, diag);
-            }
-            let normalizer = &mut *self.normalizer;
-            let new = || normalizer.number_stages(std::iter::once(name));
-            let taken = match self.numbers.number(name, block, new) {
-                Some(number) => self
-                    .normalizer
-                    .numbered_stage(stage.end, stage.id, stage.lane, number, last, diag),
-                None => {
-                    let line = Line::Command(Command::Stage {
-                        end: stage.end,
-                        id: stage.id,
-                        lane: stage.lane,
-                        name,
-                    });
-                    self.normalizer
-                        .parsed(&line, |piece| piece, || false, last, diag)
-                }
-            };
-            if let Err(error) = taken.and_then(|()| strict_error(diag).map_or(Ok(()), Err)) {
-                break Err(error);
-            }
+        take_stage_lines(self, block, line_ends, start, number, parser, diag)
+    }
+}
+
+// Each line's stage handed on at once.
+impl<W: Write + Send + 'static> StageLineSink for IntoNormalizer<'_, W> {
+    #[inline(always)]
+    fn short_number(&self, window: &[u8; 32], name_start: usize, name_end: usize) -> Option<u8> {
+        self.numbers.short_number(window, name_start, name_end)
+    }
+
+    #[inline(always)]
+    fn numbered(
+        &mut self,
+        stage: &StageLine,
+        name: u8,
+        number: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<bool, Error> {
+        self.normalizer
+            .numbered_stage(stage.end, stage.id, stage.lane, name, number, diag)?;
+        strict_error(diag).map_or(Ok(true), Err)
+    }
+
+    #[inline(always)]
+    fn other(
+        &mut self,
+        plain: Option<StageLine>,
+        window: &[u8; 32],
+        at: usize,
+        len: usize,
+        number: u64,
+        parser: &mut LineParser,
+        diag: &mut Diagnostics,
+    ) -> Result<bool, Error> {
+        let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
+            return Ok(false);
         };
-        (*start, *number, *line_ends) = (at, last, ends);
-        taken
+        let block = self.block;
+        let name = &block[at + stage.name_start..at + stage.name_end];
+        if stage.odd != 0 {
+            parser.report_stage_line(window, len, &stage, number, diag);
+        }
+        let normalizer = &mut *self.normalizer;
+        let new = || normalizer.number_stages(std::iter::once(name));
+        match self.numbers.number(name, block, new) {
+            Some(name) => self
+                .normalizer
+                .numbered_stage(stage.end, stage.id, stage.lane, name, number, diag)?,
+            None => {
+                let line = Line::Command(Command::Stage {
+                    end: stage.end,
+                    id: stage.id,
+                    lane: stage.lane,
+                    name,
+                });
+                self.normalizer
+                    .parsed(&line, |piece| piece, || false, number, diag)?;
+            }
+        }
+        strict_error(diag).map_or(Ok(true), Err)
     }
 }
 
