@@ -823,7 +823,7 @@ impl StageLineSink for IntoBatch<'_> {
     #[inline(always)]
     fn other(
         &mut self,
-        plain: Option<StageLine>,
+        stage: StageLine,
         window: &[u8; 32],
         at: usize,
         len: usize,
@@ -831,9 +831,6 @@ impl StageLineSink for IntoBatch<'_> {
         parser: &mut LineParser,
         diag: &mut Diagnostics,
     ) -> Result<bool, Error> {
-        let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
-            return Ok(false);
-        };
         let name = &self.block[at + stage.name_start..at + stage.name_end];
         if !self.stage_op(number, stage.end, stage.id, stage.lane, name) {
             return Ok(false);
@@ -865,13 +862,13 @@ trait StageLineSink {
     ) -> Result<bool, Error>;
 
     /// Takes line `number`, the `len` bytes at `at` in the block (at the start of `window`),
-    /// read already by `read_plain_stage_line` (`plain`) or not: the padded lines, the new
-    /// names, the long ones. `false` (nothing done) when it is no stage line taken here, left
-    /// to the general loop; an error when the reading must stop, the line taken.
+    /// read as `stage`: the padded lines, the new names, the long ones. `false` (nothing
+    /// done) when it is no stage line taken here, left to the general loop; an error when
+    /// the reading must stop, the line taken.
     #[allow(clippy::too_many_arguments)]
     fn other(
         &mut self,
-        plain: Option<StageLine>,
+        stage: StageLine,
         window: &[u8; 32],
         at: usize,
         len: usize,
@@ -923,7 +920,10 @@ fn take_stage_lines(
             }
         }
         if stop.is_none() {
-            match sink.other(plain, window, at, len, last + 1, parser, diag) {
+            let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
+                break Ok(());
+            };
+            match sink.other(stage, window, at, len, last + 1, parser, diag) {
                 Ok(true) => {}
                 Ok(false) => break Ok(()),
                 Err(error) => stop = Some(error),
@@ -998,7 +998,7 @@ impl<W: Write + Send + 'static> StageLineSink for IntoNormalizer<'_, W> {
     #[inline(always)]
     fn other(
         &mut self,
-        plain: Option<StageLine>,
+        stage: StageLine,
         window: &[u8; 32],
         at: usize,
         len: usize,
@@ -1006,9 +1006,6 @@ impl<W: Write + Send + 'static> StageLineSink for IntoNormalizer<'_, W> {
         parser: &mut LineParser,
         diag: &mut Diagnostics,
     ) -> Result<bool, Error> {
-        let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
-            return Ok(false);
-        };
         let block = self.block;
         let name = &block[at + stage.name_start..at + stage.name_end];
         if stage.odd != 0 {
