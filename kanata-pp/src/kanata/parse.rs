@@ -14,6 +14,7 @@ use memchr::memchr;
 use crate::diag::{Diagnostics, Rule};
 
 mod fast;
+mod number_line;
 mod stage_line;
 
 pub(crate) use stage_line::{
@@ -462,6 +463,29 @@ impl LineParser {
         diag: &mut Diagnostics,
     ) {
         self.report_odd(line, odd, lineno, diag);
+    }
+
+    /// Reads the `I`, `R` or `W` line of `len` bytes at the start of `window` into `out`
+    /// from the masks of its bytes, as [`parse_into`](Self::parse_into) would read it,
+    /// reports included; `false` (nothing done) for other lines and the rare forms, which
+    /// `parse_into` reads.
+    #[inline(always)]
+    pub(crate) fn parse_number_line_into(
+        &mut self,
+        window: &[u8; 32],
+        len: usize,
+        lineno: u64,
+        diag: &mut Diagnostics,
+        out: &mut Line<&[u8]>,
+    ) -> bool {
+        let Some(odd) = number_line::read(window, len, out) else {
+            return false;
+        };
+        if odd != 0 {
+            self.q1
+                .report(Rule::Q1, lineno, || Q1_COMMAND.to_owned(), diag);
+        }
+        true
     }
 
     /// Reads `line` (without its line end). `lineno` is 1-based, for the reports.

@@ -1138,6 +1138,7 @@ fn parse_lines_unsettled<T: TakeLines>(
         };
         at.number += 1;
         let number = at.number;
+        let line_start = start;
         let mut line = &block[start..end];
         start = next;
         if let [rest @ .., b'\r'] = line {
@@ -1145,9 +1146,22 @@ fn parse_lines_unsettled<T: TakeLines>(
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
         let mut parsed = Line::Blank;
+        // `I`, `R` and `W` lines from the masks of their bytes, as the stage lines are.
+        let window = block[line_start..].first_chunk::<32>();
+        let number_line = match window {
+            Some(window) if plain => {
+                let parser = &mut reader.parser;
+                parser.parse_number_line_into(window, line.len(), number, diag, &mut parsed)
+            }
+            _ => false,
+        };
         // The `S` and `E` lines `take_stage_lines` leaves (and every line until the header
         // is behind or while a prefix is taken off) are read here with the others.
-        let read = reader.read(line, number, diag, &mut parsed);
+        let read = if number_line {
+            Ok(true)
+        } else {
+            reader.read(line, number, diag, &mut parsed)
+        };
         match read {
             Ok(false) => {}
             // By reference, here and on to the normalizer (see `KanataReader::read`).

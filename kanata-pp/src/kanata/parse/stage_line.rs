@@ -16,11 +16,11 @@ use crate::kanata::scan::{at_most_in_16, digits_in_16, matches_in_16};
 /// The bytes of a line that are of each class the fields are told by, one bit each (bit 0
 /// for the line's first byte).
 #[derive(Clone, Copy)]
-struct Classes {
-    tab: u32,
-    space: u32,
-    digit: u32,
-    slash: u32,
+pub(super) struct Classes {
+    pub(super) tab: u32,
+    pub(super) space: u32,
+    pub(super) digit: u32,
+    pub(super) slash: u32,
 }
 
 /// An `S` or `E` line as [`read`] found it.
@@ -219,19 +219,32 @@ pub(crate) fn read_plain(window: &[u8; 32], len: usize) -> Option<StageLine> {
 }
 
 /// A number field as [`number`] reads it.
-struct Number {
-    value: i64,
+pub(super) struct Number {
+    pub(super) value: i64,
     /// Spaces around the number (Q1's to report).
-    spaced: bool,
+    pub(super) spaced: bool,
     /// A `+` or a leading zero (`+5`, `007`): Q1's to report, or for a lane Q20's.
-    signed_or_zero: bool,
+    pub(super) signed_or_zero: bool,
+}
+
+impl Number {
+    /// Whether the field is not written as canonical text writes it (Q1).
+    #[inline(always)]
+    pub(super) fn odd(&self) -> bool {
+        self.spaced | self.signed_or_zero
+    }
 }
 
 /// The number field whose bytes are the bits of `field`: a run of at most `max_digits`
 /// decimal digits, perhaps after a `+`, perhaps with spaces around it. `None` for anything
 /// else.
 #[inline(always)]
-fn number(window: &[u8; 32], classes: Classes, field: u32, max_digits: u32) -> Option<Number> {
+pub(super) fn number(
+    window: &[u8; 32],
+    classes: Classes,
+    field: u32,
+    max_digits: u32,
+) -> Option<Number> {
     let written = field & !classes.space;
     if written == 0 {
         return None;
@@ -314,7 +327,7 @@ fn digits_value(window: &[u8; 32], start: usize, count: u32, max_digits: u32) ->
 /// The classes of the bytes of `window`, the TABs and slashes among the first `len` (at
 /// most 32) only.
 #[inline(always)]
-fn classify(window: &[u8; 32], len: usize) -> Classes {
+pub(super) fn classify(window: &[u8; 32], len: usize) -> Classes {
     let (low, high) = window.split_at(16);
     let low = classify_16(low.try_into().expect("16 bytes"));
     // Most canonical lines end in their first 16 bytes.

@@ -1,0 +1,198 @@
+//! `I`, `R` and `W` lines, whose fields are all numbers, read from the classes of their
+//! bytes as [`super::stage_line`] reads `S` and `E`: the fields are found between the TABs
+//! of a mask, and each number from the masks of its bytes, instead of a byte at a time.
+//!
+//! [`read`] takes the lines of at most 32 bytes that [`super::fast::parse_into`] reads as
+//! `I`, `R` or `W` with TAB-separated fields, padded with spaces or not, numbers written
+//! plain or with a `+` or leading zeros, trailing fields or not (Q1), and gives exactly what
+//! it gives; anything else (a `/`, a minus, white space other than spaces, a longer line,
+//! space-separated fields) is left to it.
+
+use super::fast::{Odd, Q1};
+use super::stage_line::{classify, number};
+use super::{Command, Line, RetireType, SimId};
+
+/// Reads the `I`, `R` or `W` line of `len` bytes at the start of `window` (which goes on
+/// past the line's end: the bytes after it are not looked at) into `out`, and gives its
+/// repairs; `None` (`out` left as it was) for any other line, and for the rare ones the
+/// one-pass reader takes.
+#[inline(always)]
+pub(crate) fn read(window: &[u8; 32], len: usize, out: &mut Line<&[u8]>) -> Option<Odd> {
+    let command = window[0];
+    if !matches!(command, b'I' | b'R' | b'W') || window[1] != b'\t' || len > 32 {
+        return None;
+    }
+    let classes = classify(window, len);
+    if classes.slash != 0 {
+        // Perhaps a trailing comment (Q3).
+        return None;
+    }
+    // The TABs after the first, and the line end: each ends a field, the fields being the
+    // bits between two ends.
+    let ends = u64::from(classes.tab & !0b11) | 1 << len;
+    let line_end = 1u64 << len;
+    let first_end = ends & ends.wrapping_neg();
+    let ends = ends ^ first_end;
+    if ends == 0 {
+        return None;
+    }
+    let second_end = ends & ends.wrapping_neg();
+    let ends = ends ^ second_end;
+    let first = number(window, classes, (first_end - 0b100) as u32, 18)?;
+    let second = number(window, classes, (second_end - (first_end << 1)) as u32, 18)?;
+    // `R <id> <retire id>` alone: no third field.
+    if command == b'R' && second_end == line_end {
+        *out = Line::Command(Command::Retire {
+            id: first.value,
+            retire_id: second.value,
+            kind: RetireType::Empty,
+        });
+        return Some(q1(first.odd() | second.odd()));
+    }
+    if ends == 0 {
+        return None;
+    }
+    let third_end = ends & ends.wrapping_neg();
+    let trailing = ends != third_end;
+    let third = number(window, classes, (third_end - (second_end << 1)) as u32, 18)?;
+    let odd = first.odd() | second.odd() | third.odd() | trailing;
+    *out = Line::Command(match command {
+        b'I' => Command::Insn {
+            id: first.value,
+            sim_id: SimId::from(i128::from(second.value)),
+            thread: third.value,
+        },
+        b'R' => Command::Retire {
+            id: first.value,
+            retire_id: second.value,
+            kind: RetireType::Value(third.value),
+        },
+        _ => Command::Dep {
+            consumer: first.value,
+            producer: second.value,
+            kind: u32::try_from(third.value).ok()?,
+        },
+    });
+    Some(q1(odd))
+}
+
+/// The repairs of a line that is odd or not.
+#[inline(always)]
+fn q1(odd: bool) -> Odd {
+    if odd {
+        Q1
+    } else {
+        0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Random lines made of the pieces `I`, `R` and `W` lines are made of, read by [`read`]
+    /// and by the one-pass reader: whatever `read` takes, it reads as that reader does.
+    #[test]
+    fn every_line_taken_is_read_as_the_one_pass_reader_reads_it() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let pieces: [&[u8]; 14] = [
+            b"\t",
+            b"\t",
+            b" ",
+            b"  ",
+            b"0",
+            b"1",
+            b"9",
+            b"42",
+            b"+",
+            b"-",
+            b"/",
+            b"\r",
+            b"x",
+            b"4294967296",
+        ];
+        let (mut taken, mut odd_taken, mut retire_empty) = (0, 0, 0);
+        for _ in 0..300_000 {
+            let mut line = vec![[b'I', b'R', b'W', b'S'][next(4)], b'\t'];
+            for field in 0..3 + next(2) {
+                for _ in 0..next(3) {
+                    line.extend_from_slice(pieces[next(14)]);
+                }
+                line.extend_from_slice([&b"3"[..], b"15", b"0", b"123456789012"][next(4)]);
+                for _ in 0..next(2) {
+                    line.extend_from_slice(pieces[next(14)]);
+                }
+                if field < 2 {
+                    line.push(b'\t');
+                }
+            }
+            line.truncate(line.len() - next(4).min(line.len() - 1));
+            // The line, its line end, then bytes of every piece, which must not count.
+            let mut window = [b'\n'; 32];
+            let len = line.len().min(32);
+            window[..len].copy_from_slice(&line[..len]);
+            for (at, byte) in window.iter_mut().enumerate().skip(len + 1) {
+                *byte = pieces[(at * 7 + line.len()) % 14][0];
+            }
+            let mut read_out = Line::Blank;
+            let Some(odd) = read(&window, line.len(), &mut read_out) else {
+                continue;
+            };
+            taken += 1;
+            odd_taken += usize::from(odd != 0);
+            retire_empty += usize::from(matches!(
+                read_out,
+                Line::Command(Command::Retire {
+                    kind: RetireType::Empty,
+                    ..
+                })
+            ));
+            let mut expected = Line::Blank;
+            let expected_odd = super::super::fast::parse_into(&line, &mut expected);
+            assert_eq!(
+                (Some(odd), format!("{read_out:?}")),
+                (expected_odd, format!("{expected:?}")),
+                "{:?}",
+                line.escape_ascii().to_string()
+            );
+        }
+        assert!(taken > 10_000, "{taken} lines taken");
+        assert!(odd_taken > 1_000, "{odd_taken} lines with repairs taken");
+        assert!(
+            retire_empty > 100,
+            "{retire_empty} `R` lines without a type"
+        );
+    }
+
+    #[test]
+    fn rarer_lines_are_left_to_the_other_readers() {
+        for line in [
+            &b"I 1 2 3"[..],        // Q19
+            b"I\t1\t2",             // a field missing
+            b"I\t1\t-2\t0",         // a minus
+            b"R\t1\t2\t",           // an empty type
+            b"W\t1\t2\t4294967296", // a type past u32
+            b"I\t1\t2\t3 // x",     // Q3
+            b"I\t1\t2\t3\r",        // a CR
+            b"S\t1\t0\tF",
+            b"I\t1\t2\tthirty-three bytes in this line",
+        ] {
+            let mut window = [b'\n'; 32];
+            let len = line.len().min(32);
+            window[..len].copy_from_slice(&line[..len]);
+            let mut out = Line::Blank;
+            assert!(
+                read(&window, line.len(), &mut out).is_none(),
+                "{:?}",
+                line.escape_ascii().to_string()
+            );
+            assert!(matches!(out, Line::Blank));
+        }
+    }
+}
