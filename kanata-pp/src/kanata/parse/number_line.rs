@@ -94,13 +94,8 @@ mod tests {
     /// and by the one-pass reader: whatever `read` takes, it reads as that reader does.
     #[test]
     fn every_line_taken_is_read_as_the_one_pass_reader_reads_it() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = crate::output::testing::Rng(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: usize| rng.below(n as u64) as usize;
         let pieces: [&[u8]; 14] = [
             b"\t",
             b"\t",
