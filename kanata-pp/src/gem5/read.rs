@@ -23,6 +23,7 @@ use super::{untrimmed_ascii, MARKER};
 use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
 use crate::input::progress::Progress;
+use crate::input::ReadBuffer;
 
 /// Batches in flight: enough that neither thread waits on the other batch by batch, few
 /// enough to bound the memory a fast reader can take.
@@ -204,7 +205,7 @@ struct Item {
 #[derive(Debug)]
 struct Batch {
     /// A block of whole lines.
-    text: Vec<u8>,
+    text: ReadBuffer,
     items: Vec<Item>,
     /// The number of the first line.
     first: u64,
@@ -218,7 +219,7 @@ struct Batch {
 impl Default for Batch {
     fn default() -> Batch {
         Batch {
-            text: Vec::new(),
+            text: ReadBuffer::default(),
             items: Vec::new(),
             first: 1,
             records: PackedRecords::default(),
@@ -410,7 +411,7 @@ pub(super) fn run(
         let Ok(mut batch) = full_rx.recv() else {
             return Err(Error::new(ErrorKind::Io, "the reading thread stopped"));
         };
-        let bytes = batch.text.as_slice();
+        let bytes: &[u8] = &batch.text;
         let mut records = batch.records.records.iter().peekable();
         let mut index = 0;
         while index < batch.items.len() {
@@ -474,25 +475,21 @@ fn read_batches(
         batch.end = None;
         batch.first = number + 1;
         let mut buf = std::mem::take(&mut batch.text);
-        buf.clear();
-        buf.extend_from_slice(&carry);
+        buf.restart_with(&carry, BLOCK);
         carry.clear();
         let mut error = None;
-        // Read a block, then more until it holds a line end (one line may be longer).
-        let mut target = BLOCK.max(buf.len() + 1);
+        // Read a block, then more until it holds a line end (one line may be longer). A
+        // whole block after the carry, so that the reads stay on the input's page
+        // boundaries as well as on the buffer's cache lines.
+        let mut target = buf.len() + BLOCK;
         let cut = loop {
             while !eof && buf.len() < target {
-                let old = buf.len();
-                buf.resize(target, 0);
-                match input.read(&mut buf[old..]) {
-                    Ok(0) => {
-                        buf.truncate(old);
-                        eof = true;
-                    }
-                    Ok(n) => buf.truncate(old + n),
-                    Err(err) if err.kind() == io::ErrorKind::Interrupted => buf.truncate(old),
+                let want = target - buf.len();
+                match input.read(&mut buf.room(want)[..want]) {
+                    Ok(0) => eof = true,
+                    Ok(n) => buf.len += n,
+                    Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
                     Err(err) => {
-                        buf.truncate(old);
                         error = Some(err);
                         break;
                     }

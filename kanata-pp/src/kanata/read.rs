@@ -20,6 +20,7 @@ use kanata_writer::Finished;
 use crate::diag::{shorten, strict_error, Diagnostics, Rule};
 use crate::error::Error;
 use crate::input::progress::Progress;
+use crate::input::ReadBuffer;
 use crate::kanata::normalize::{KanataNormalizer, NumberedStages};
 use crate::kanata::parse::{
     read_plain_stage_line, read_stage_line, Command, Line, LineParser, StageLine,
@@ -571,72 +572,6 @@ fn read_batches(
         if full.send(batch).is_err() || last {
             return;
         }
-    }
-}
-
-/// Bytes read from the input: a `Vec` whose room past the bytes held stays initialized from
-/// one block to the next, so that reading into it does not zero a megabyte each time.
-///
-/// The bytes start where the block's reads land on a 64-byte boundary in memory. The
-/// kernel copies a file's bytes into a destination that is not on one five times slower
-/// (measured on this project's AMD machine: 0.12 s of system time for 234 MB read 256 KiB
-/// at a time at an address of 16 modulo 64, 0.02 s at a multiple of 64, as `dd` reads);
-/// that was a seventh of `--check`'s time.
-#[derive(Default)]
-struct ReadBuffer {
-    bytes: Vec<u8>,
-    /// Where the bytes held start in `bytes`.
-    start: usize,
-    len: usize,
-}
-
-/// The alignment in memory of the reads into a [`ReadBuffer`]: a cache line.
-const READ_ALIGN: usize = 64;
-
-impl ReadBuffer {
-    fn clear(&mut self) {
-        self.len = 0;
-    }
-
-    /// Empties the buffer and puts `carry` (the start of a line cut by the end of the last
-    /// block) in it, placed so that the bytes read after it, `room` of them at least, land
-    /// on a [`READ_ALIGN`] boundary in memory.
-    fn restart_with(&mut self, carry: &[u8], room: usize) {
-        let needed = READ_ALIGN + carry.len() + room;
-        if self.bytes.len() < needed {
-            self.bytes.resize(needed, 0);
-        }
-        // Only the address's value is used, to choose where the bytes start.
-        let read_at = self.bytes.as_ptr() as usize + carry.len();
-        self.start = read_at.next_multiple_of(READ_ALIGN) - read_at;
-        self.len = 0;
-        self.extend_from_slice(carry);
-    }
-
-    fn truncate(&mut self, len: usize) {
-        self.len = self.len.min(len);
-    }
-
-    fn extend_from_slice(&mut self, more: &[u8]) {
-        self.room(more.len())[..more.len()].copy_from_slice(more);
-        self.len += more.len();
-    }
-
-    /// Room for at least `at_least` more bytes, after the ones held.
-    fn room(&mut self, at_least: usize) -> &mut [u8] {
-        let end = self.start + self.len;
-        if self.bytes.len() < end + at_least {
-            self.bytes.resize(end + at_least, 0);
-        }
-        &mut self.bytes[end..]
-    }
-}
-
-impl std::ops::Deref for ReadBuffer {
-    type Target = [u8];
-
-    fn deref(&self) -> &[u8] {
-        &self.bytes[self.start..self.start + self.len]
     }
 }
 
@@ -1244,26 +1179,6 @@ mod tests {
     use super::*;
     use crate::kanata::normalize::Repairs;
     use kanata_writer::WriterBuilder;
-
-    #[test]
-    fn reads_land_on_a_cache_line_after_any_carry() {
-        let mut buffer = ReadBuffer::default();
-        for carry_len in [0, 1, 15, 16, 63, 64, 65, 200, 4097] {
-            let carry: Vec<u8> = (0..carry_len).map(|i| i as u8).collect();
-            buffer.restart_with(&carry, BLOCK);
-            assert_eq!(&*buffer, &carry[..], "the carry comes first");
-            let room = buffer.room(BLOCK);
-            assert!(room.len() >= BLOCK);
-            assert_eq!(
-                room.as_ptr() as usize % READ_ALIGN,
-                0,
-                "carry of {carry_len}"
-            );
-            room[..3].copy_from_slice(b"abc");
-            buffer.len += 3;
-            assert_eq!(&buffer[carry_len..], b"abc");
-        }
-    }
 
     fn convert(input: Vec<u8>) -> (Vec<u8>, Diagnostics) {
         let (output, diag) = convert_sharing(input, Sharing::WhenIdle, false);
