@@ -424,17 +424,34 @@ fn copy_text(out: &mut [u8], text: &[u8]) {
 /// out. Eight bytes per step, without a branch per byte.
 #[inline(always)]
 pub(crate) fn may_need_escaping(text: &[u8]) -> bool {
+    flags_bytes_below_14(text, false)
+}
+
+/// [`may_need_escaping`], or the text holds a byte that is not ASCII (and so may not be
+/// UTF-8): false means the text is ASCII and escaping leaves it as it is.
+#[inline(always)]
+pub(crate) fn may_need_escaping_or_utf8_check(text: &[u8]) -> bool {
+    flags_bytes_below_14(text, true)
+}
+
+/// Whether `text` may hold a byte below 14 (exactly so, or a false alarm above one), or,
+/// with `or_non_ascii`, a byte of 128 or more.
+#[inline(always)]
+fn flags_bytes_below_14(text: &[u8], or_non_ascii: bool) -> bool {
     const ONES: u64 = 0x0101_0101_0101_0101;
     // Per byte, the high bit of `(w - 14) & !w` is set for every byte below 14, and only
     // spuriously above such a byte (a borrow), so the whole word flags exactly when one is.
-    let below_14 = |w: u64| w.wrapping_sub(ONES * 14) & !w;
+    // `| w` adds the bytes whose own high bit is set.
+    let flags_of = |w: u64| w.wrapping_sub(ONES * 14) & !w | if or_non_ascii { w } else { 0 };
     if text.len() < 8 {
-        return text.iter().any(|&b| b <= b'\r');
+        return text
+            .iter()
+            .any(|&b| b <= b'\r' || or_non_ascii && !b.is_ascii());
     }
     let word = |chunk: &[u8]| u64::from_le_bytes(chunk.try_into().unwrap_or([0xff; 8]));
-    let mut flags = below_14(word(&text[text.len() - 8..]));
+    let mut flags = flags_of(word(&text[text.len() - 8..]));
     for chunk in text.chunks_exact(8) {
-        flags |= below_14(word(chunk));
+        flags |= flags_of(word(chunk));
     }
     flags & (ONES << 7) != 0
 }
@@ -756,6 +773,22 @@ mod tests {
                     let mut text = plain.clone();
                     text[at] = b;
                     assert!(may_need_escaping(&text), "{text:?}");
+                    assert!(may_need_escaping_or_utf8_check(&text), "{text:?}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn text_written_unchecked_is_ascii() {
+        for len in 0..40 {
+            let ascii: Vec<u8> = (0..len).map(|i| b"a ~\x7f\x0e\\"[i % 6]).collect();
+            assert!(!may_need_escaping_or_utf8_check(&ascii), "{ascii:?}");
+            for at in 0..len {
+                for b in [0x80, 0x8d, 0xc3, 0xe3, 0xff, b'\n', b'\r', b'\t', 0] {
+                    let mut text = ascii.clone();
+                    text[at] = b;
+                    assert!(may_need_escaping_or_utf8_check(&text), "{text:?}");
                 }
             }
         }

@@ -639,24 +639,72 @@ impl<W: Write> Writer<W> {
     /// ```
     #[inline]
     pub fn label(&mut self, insn: InsnId, kind: LabelKind, text: &str) -> Result<()> {
-        let bytes = text.as_bytes();
+        match self.label_at_once(insn, kind, text.as_bytes(), encode::may_need_escaping) {
+            Some(written) => written,
+            None => self.label_with(insn, kind, LabelText::Str(text)),
+        }
+    }
+
+    /// The commonest label, written at once: a live instruction's, short, and plain by
+    /// `needs_more` (which flags text that escaping may change). `None` (nothing done) for
+    /// any other, which [`label_with`](Self::label_with) takes.
+    #[inline(always)]
+    fn label_at_once(
+        &mut self,
+        insn: InsnId,
+        kind: LabelKind,
+        bytes: &[u8],
+        needs_more: impl Fn(&[u8]) -> bool,
+    ) -> Option<Result<()>> {
         let state = match self.live.get(insn.0) {
             Some(state)
                 if (kind != LabelKind::StageNote || state.entered)
                     && !bytes.is_empty()
                     && bytes.len() <= encode::FAST_LABEL
                     && !self.out.discard
-                    && !encode::may_need_escaping(bytes) =>
+                    && !needs_more(bytes) =>
             {
                 state
             }
-            _ => return self.label_with(insn, kind, LabelText::Str(text)),
+            _ => return None,
         };
         let out = &mut self.out;
         out.sync_cycle();
         out.pos = encode::label_fast(&mut out.buf, out.pos, &state.head, kind as u8, bytes);
         out.lines += 1;
-        self.after_write()
+        Some(self.after_write())
+    }
+
+    /// Like [`label`](Self::label), for text read as bytes that may not be UTF-8: each
+    /// invalid sequence is written as U+FFFD, as Konata decodes it. A writer that discards
+    /// its output ([`WriterBuilder::discard`]) counts the line without checking the bytes:
+    /// whether a label makes a line does not depend on how its invalid bytes are shown.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// use kanata_writer::{LabelKind, Writer};
+    /// let mut w = Writer::new(Vec::new());
+    /// let i = w.begin(7, 0)?;
+    /// w.label_bytes(i, LabelKind::Name, b"addi x1, x0, 5 \xff")?;
+    /// let text = String::from_utf8(w.finish()?.output).unwrap();
+    /// assert!(text.contains("\taddi x1, x0, 5 \u{fffd}\n"));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn label_bytes(&mut self, insn: InsnId, kind: LabelKind, text: &[u8]) -> Result<()> {
+        if self.out.discard {
+            return self.label_with(insn, kind, LabelText::Bytes(text));
+        }
+        // ASCII text (nearly all) is UTF-8 as it is, found in the same pass as the bytes
+        // that escaping changes, with no check of its own.
+        let at_once = self.label_at_once(insn, kind, text, encode::may_need_escaping_or_utf8_check);
+        if let Some(written) = at_once {
+            return written;
+        }
+        match std::str::from_utf8(text) {
+            Ok(text) => self.label(insn, kind, text),
+            Err(_) => self.label(insn, kind, &String::from_utf8_lossy(text)),
+        }
     }
 
     /// Like [`label`](Self::label), formatting straight into the output buffer: no `String`
@@ -1417,6 +1465,8 @@ impl<W: Write> Drop for Writer<W> {
 enum LabelText<'a> {
     Str(&'a str),
     Fmt(fmt::Arguments<'a>),
+    /// Bytes that may not be UTF-8, written lossily (see [`Writer::label_bytes`]).
+    Bytes(&'a [u8]),
 }
 
 impl LabelText<'_> {
@@ -1426,6 +1476,10 @@ impl LabelText<'_> {
         match self {
             LabelText::Str(text) => {
                 encode::push_label_text(buf, text.as_bytes());
+                Ok(())
+            }
+            LabelText::Bytes(bytes) => {
+                encode::push_label_text(buf, String::from_utf8_lossy(bytes).as_bytes());
                 Ok(())
             }
             LabelText::Fmt(args) => {
@@ -1449,6 +1503,8 @@ impl LabelText<'_> {
         }
         match self {
             LabelText::Str(text) => Ok(kept(text)),
+            // An invalid sequence becomes U+FFFD, which is kept: the raw bytes answer alike.
+            LabelText::Bytes(bytes) => Ok(bytes.iter().any(|&b| b != b'\r')),
             LabelText::Fmt(args) => {
                 struct Kept(bool);
                 impl fmt::Write for Kept {
@@ -1462,5 +1518,65 @@ impl LabelText<'_> {
                 Ok(any.0)
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A trace of one instruction with the label `text`, given by `label`, written or
+    /// discarded; its text and line count.
+    fn one_label(
+        discard: bool,
+        label: impl FnOnce(&mut Writer<Vec<u8>>, InsnId),
+    ) -> (Vec<u8>, u64) {
+        let mut writer = WriterBuilder::new()
+            .discard(discard)
+            .from_writer(Vec::new())
+            .unwrap();
+        let insn = writer.begin(3, 0).unwrap();
+        let fetch = writer.stage("F").unwrap();
+        writer.enter(insn, Lane::new(0), fetch).unwrap();
+        label(&mut writer, insn);
+        writer.advance(1).unwrap();
+        writer.retire(insn).unwrap();
+        let finished = writer.finish().unwrap();
+        (finished.output, finished.summary.lines)
+    }
+
+    #[test]
+    fn label_bytes_writes_what_label_writes_of_the_lossy_text() {
+        let long = "x".repeat(encode::FAST_LABEL + 1);
+        let texts: [&[u8]; 10] = [
+            b"0x80001a00: addi a0, a0, 1",
+            b"",
+            b"\r",
+            b"\r\r",
+            b"r1 = 5\r\nr2 =\t6",
+            "caf\u{e9} \u{1f600}".as_bytes(),
+            b"bad \xff byte",
+            b"\xc3",
+            b"\xed\xa0\x80 surrogate, \xf0\x9f\x98 cut",
+            long.as_bytes(),
+        ];
+        for text in texts {
+            let lossy = String::from_utf8_lossy(text);
+            for kind in [LabelKind::Name, LabelKind::Detail, LabelKind::StageNote] {
+                for discard in [false, true] {
+                    let by_bytes = one_label(discard, |w, i| w.label_bytes(i, kind, text).unwrap());
+                    let by_str = one_label(discard, |w, i| w.label(i, kind, &lossy).unwrap());
+                    assert_eq!(by_bytes, by_str, "{text:x?}, {kind:?}, discard {discard}");
+                }
+            }
+        }
+        let (written, _) = one_label(false, |w, i| {
+            w.label_bytes(i, LabelKind::Name, b"bad \xff byte").unwrap()
+        });
+        let written = String::from_utf8(written).unwrap();
+        assert!(
+            written.contains("\nL\t0\t0\tbad \u{fffd} byte\n"),
+            "{written}"
+        );
     }
 }

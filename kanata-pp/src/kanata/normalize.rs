@@ -532,12 +532,13 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 *last = hash;
             }
         }
-        let text: Cow<'_, str> = utf8(text);
         let writer = self
             .writer
             .as_mut()
             .expect("labels come after the first command");
-        match writer.label(insn, label_kind, &text) {
+        // As bytes: invalid text is written as `utf8` would make it (the test
+        // `lossy_text_is_std_s`), and a writer that discards (`--check`) skips the check.
+        match writer.label_bytes(insn, label_kind, text) {
             Ok(()) if late => {
                 diag.report(Rule::Q10, line, || {
                     format!("label for id {id} after its `R` moved before it")
@@ -1081,5 +1082,43 @@ fn utf8(bytes: &[u8]) -> Cow<'_, str> {
     match std::str::from_utf8(bytes) {
         Ok(text) => Cow::Borrowed(text),
         Err(_) => bytes.to_str_lossy(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::output::testing::Rng;
+
+    /// `write_label` hands the writer a label's bytes, which it decodes with std's
+    /// `String::from_utf8_lossy`: that must make of invalid text what `utf8` (bstr's
+    /// decoding, which the normalizer used before) makes, for the output to stay the same.
+    #[test]
+    fn lossy_text_is_std_s() {
+        let mut rng = Rng(0x5eed);
+        // Bytes near UTF-8's structure: ASCII, continuation bytes, lead bytes of every
+        // length (with their edge cases: overlong, surrogates, past U+10FFFF), never-valid
+        // bytes.
+        let pool = [
+            b'a', b'\r', 0x80, 0x9f, 0xa9, 0xbf, 0xc0, 0xc2, 0xc3, 0xe0, 0xe2, 0xed, 0xef, 0xf0,
+            0xf4, 0xf5, 0xff,
+        ];
+        let (mut valid, mut invalid) = (0, 0);
+        for _ in 0..50_000 {
+            let len = rng.below(10) as usize;
+            let bytes: Vec<u8> = (0..len)
+                .map(|_| pool[rng.below(pool.len() as u64) as usize])
+                .collect();
+            match std::str::from_utf8(&bytes) {
+                Ok(text) if !text.is_ascii() => valid += 1,
+                Ok(_) => {}
+                Err(_) => invalid += 1,
+            }
+            assert_eq!(utf8(&bytes), String::from_utf8_lossy(&bytes), "{bytes:x?}");
+        }
+        assert!(
+            invalid > 10_000 && valid > 100,
+            "{invalid} invalid, {valid} valid"
+        );
     }
 }

@@ -506,7 +506,8 @@ fn label_ends_after(items: &[Item], at: usize) -> bool {
 /// parsed lines (48 bytes each, about three times the text) fit in a core's L2 cache of 1 MiB:
 /// the kernel's copy into the block and the parse that follows then stay in it. Blocks of
 /// 1 MiB took 1.4x the system time and up to 1.02x the wall time of `--check`; 64 KiB ones
-/// cost more than they saved.
+/// cost more than they saved (both measured before the reads were aligned, see
+/// [`ReadBuffer`]).
 const BLOCK: usize = 1 << 18;
 
 /// Where the reading thread is in the input.
