@@ -43,7 +43,7 @@
 //! ```
 
 use std::collections::VecDeque;
-use std::io::{self, BufRead, BufReader, Read, Write};
+use std::io::{self, BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering;
 use std::sync::mpsc::{self, Receiver, SyncSender};
@@ -56,7 +56,7 @@ use kanata_writer::Summary;
 use crate::convert::{check_level, convert_into, output_compression, Destination, Options, Report};
 use crate::diag::Diagnostics;
 use crate::error::{Error, ErrorKind};
-use crate::input::{self, detect};
+use crate::input::{self, detect, AlignedReader};
 use crate::output::canonical::{Instruction, Instructions, SPARES};
 use crate::output::segments::{SegmentColumns, SegmentReader};
 use crate::Format;
@@ -315,7 +315,7 @@ impl Given {
         let Ok(opened) = input::open(input) else {
             return Box::new(std::iter::empty());
         };
-        let insns = Instructions::new(BufReader::with_capacity(READ_BUFFER, opened.reader));
+        let insns = Instructions::new(AlignedReader::with_capacity(READ_BUFFER, opened.reader));
         Box::new(insns.map_while(Result::ok).take(self.count as usize))
     }
 }
@@ -369,7 +369,7 @@ fn read_directly(
         inner: opened.reader,
         bytes: 0,
     };
-    let mut insns = Instructions::new(BufReader::with_capacity(READ_BUFFER, text));
+    let mut insns = Instructions::new(AlignedReader::with_capacity(READ_BUFFER, text));
     let mut summary = Summary::default();
     // Instructions read and not given yet: see `give`.
     let mut held = VecDeque::new();
@@ -448,7 +448,7 @@ pub fn segment_columns(input: &Path, options: &Options) -> Option<SegmentColumns
     {
         return None;
     }
-    SegmentReader::new(BufReader::with_capacity(READ_BUFFER, opened.reader))
+    SegmentReader::new(AlignedReader::with_capacity(READ_BUFFER, opened.reader))
         .read_all_on_two_threads()
         .ok()
 }
