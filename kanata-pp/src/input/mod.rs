@@ -164,6 +164,23 @@ impl ReadBuffer {
         self.extend_from_slice(carry);
     }
 
+    /// Keeps the bytes held from `from` on (the start of a line cut by the end of the
+    /// block), moved so that the bytes read after them, `room` of them at least, land on a
+    /// [`READ_ALIGN`] boundary in memory.
+    pub(crate) fn keep_from(&mut self, from: usize, room: usize) {
+        let kept = self.len - from;
+        let old = self.start + from;
+        let needed = READ_ALIGN + kept + room;
+        if self.bytes.len() < needed {
+            self.bytes.resize(needed, 0);
+        }
+        let read_at = self.bytes.as_ptr() as usize + kept;
+        let start = read_at.next_multiple_of(READ_ALIGN) - read_at;
+        self.bytes.copy_within(old..old + kept, start);
+        self.start = start;
+        self.len = kept;
+    }
+
     /// Keeps the first `len` bytes held.
     pub(crate) fn truncate(&mut self, len: usize) {
         self.len = self.len.min(len);
@@ -262,11 +279,9 @@ impl<R: Read> BufRead for AlignedReader<R> {
 /// Reads lines out of a byte stream in large blocks, without a `String` per line.
 pub(crate) struct Lines<R> {
     reader: R,
-    buf: Vec<u8>,
+    buf: ReadBuffer,
     /// Start of the next line in `buf`.
     start: usize,
-    /// End of the valid bytes in `buf`.
-    end: usize,
     eof: bool,
     /// Number of the line last returned (1-based).
     pub(crate) number: u64,
@@ -280,9 +295,8 @@ impl<R: Read> Lines<R> {
     pub(crate) fn new(reader: R) -> Lines<R> {
         Lines {
             reader,
-            buf: vec![0; BLOCK],
+            buf: ReadBuffer::default(),
             start: 0,
-            end: 0,
             eof: false,
             number: 0,
             unterminated: false,
@@ -293,12 +307,13 @@ impl<R: Read> Lines<R> {
     /// whether it ended in CR LF; `None` at the end.
     pub(crate) fn next_line(&mut self) -> io::Result<Option<(u64, bool, &[u8])>> {
         loop {
-            let (line_end, next) = match memchr::memchr(b'\n', &self.buf[self.start..self.end]) {
+            let end = self.buf.len();
+            let (line_end, next) = match memchr::memchr(b'\n', &self.buf[self.start..]) {
                 Some(n) => (self.start + n, self.start + n + 1),
-                None if self.eof && self.start < self.end => {
+                None if self.eof && self.start < end => {
                     // The last line has no LF.
                     self.unterminated = true;
-                    (self.end, self.end)
+                    (end, end)
                 }
                 None if self.eof => return Ok(None),
                 None => {
@@ -316,21 +331,18 @@ impl<R: Read> Lines<R> {
     }
 
     fn refill(&mut self) -> io::Result<()> {
-        // Move the partial line to the front; grow if one line fills the whole buffer.
-        self.buf.copy_within(self.start..self.end, 0);
-        self.end -= self.start;
+        // The partial line moved to the front, a block read after it (the buffer grows when
+        // one line is longer).
+        self.buf.keep_from(self.start, BLOCK);
         self.start = 0;
-        if self.end == self.buf.len() {
-            self.buf.resize(self.buf.len() * 2, 0);
-        }
         loop {
-            match self.reader.read(&mut self.buf[self.end..]) {
+            match self.reader.read(&mut self.buf.room(BLOCK)[..BLOCK]) {
                 Ok(0) => {
                     self.eof = true;
                     return Ok(());
                 }
                 Ok(n) => {
-                    self.end += n;
+                    self.buf.len += n;
                     return Ok(());
                 }
                 Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
@@ -404,6 +416,17 @@ mod tests {
             room[..3].copy_from_slice(b"abc");
             buffer.len += 3;
             assert_eq!(&buffer[carry_len..], b"abc");
+            // The tail kept for the next block, moved likewise.
+            let tail = buffer[carry_len / 2..].to_vec();
+            buffer.keep_from(carry_len / 2, 1 << 18);
+            assert_eq!(&*buffer, &tail[..]);
+            let room = buffer.room(1 << 18);
+            assert_eq!(
+                room.as_ptr() as usize % READ_ALIGN,
+                0,
+                "tail of {}",
+                tail.len()
+            );
         }
     }
 
