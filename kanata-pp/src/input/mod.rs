@@ -153,13 +153,7 @@ impl ReadBuffer {
     /// block) in it, placed so that the bytes read after it, `room` of them at least, land
     /// on a [`READ_ALIGN`] boundary in memory.
     pub(crate) fn restart_with(&mut self, carry: &[u8], room: usize) {
-        let needed = READ_ALIGN + carry.len() + room;
-        if self.bytes.len() < needed {
-            self.bytes.resize(needed, 0);
-        }
-        // Only the address's value is used, to choose where the bytes start.
-        let read_at = self.bytes.as_ptr() as usize + carry.len();
-        self.start = read_at.next_multiple_of(READ_ALIGN) - read_at;
+        self.start = self.start_for(carry.len(), room);
         self.len = 0;
         self.extend_from_slice(carry);
     }
@@ -170,15 +164,23 @@ impl ReadBuffer {
     pub(crate) fn keep_from(&mut self, from: usize, room: usize) {
         let kept = self.len - from;
         let old = self.start + from;
+        let start = self.start_for(kept, room);
+        self.bytes.copy_within(old..old + kept, start);
+        self.start = start;
+        self.len = kept;
+    }
+
+    /// Where `kept` bytes must start for the `room` bytes read after them to land on a
+    /// [`READ_ALIGN`] boundary in memory, with room made for both (the bytes held stay
+    /// where they are in `bytes`).
+    fn start_for(&mut self, kept: usize, room: usize) -> usize {
         let needed = READ_ALIGN + kept + room;
         if self.bytes.len() < needed {
             self.bytes.resize(needed, 0);
         }
+        // Only the address's value is used, to choose where the bytes start.
         let read_at = self.bytes.as_ptr() as usize + kept;
-        let start = read_at.next_multiple_of(READ_ALIGN) - read_at;
-        self.bytes.copy_within(old..old + kept, start);
-        self.start = start;
-        self.len = kept;
+        read_at.next_multiple_of(READ_ALIGN) - read_at
     }
 
     /// Keeps the first `len` bytes held.
