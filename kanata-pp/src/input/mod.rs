@@ -141,7 +141,7 @@ pub(crate) struct ReadBuffer {
 }
 
 /// The alignment in memory of the reads into a [`ReadBuffer`]: a cache line.
-pub(crate) const READ_ALIGN: usize = 64;
+const READ_ALIGN: usize = 64;
 
 impl ReadBuffer {
     /// Empties the buffer (its room kept).
