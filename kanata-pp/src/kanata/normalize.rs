@@ -708,8 +708,10 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         result
     }
 
-    /// [`Self::stage`] for a numbered name.
-    #[inline(never)]
+    /// [`Self::stage`] for a numbered name: inlined up to the common enter or leave, which
+    /// cost less than the call did (the rest, a name's first line or a repair, is out of
+    /// line).
+    #[inline(always)]
     fn stage_numbered(
         &mut self,
         end: bool,
@@ -723,6 +725,27 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         let Some(insn) = self.live_insn(id, command, lineno, diag) else {
             return Ok(());
         };
+        if let Some(stage) = self.numbered[usize::from(name)].1 {
+            if self.enter_or_leave(end, insn, lane, stage)? {
+                return Ok(());
+            }
+        }
+        self.stage_numbered_rarely(end, id, insn, lane, name, lineno, diag)
+    }
+
+    /// [`Self::stage_numbered`] of a name's first line, or of a line that needs a repair.
+    #[allow(clippy::too_many_arguments)]
+    #[inline(never)]
+    fn stage_numbered_rarely(
+        &mut self,
+        end: bool,
+        id: i64,
+        insn: kanata_writer::InsnId,
+        lane: u32,
+        name: u8,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
         let number = usize::from(name);
         let stage = match self.numbered[number].1 {
             Some(stage) => stage,
@@ -733,12 +756,12 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
                 let Some(stage) = stage else {
                     return Ok(());
                 };
+                if self.enter_or_leave(end, insn, lane, stage)? {
+                    return Ok(());
+                }
                 stage
             }
         };
-        if self.enter_or_leave(end, insn, lane, stage)? {
-            return Ok(());
-        }
         let text = std::mem::take(&mut self.numbered[number].0);
         let result = self.stage_with_repairs(end, id, insn, lane, stage, &text, lineno, diag);
         self.numbered[number].0 = text;
