@@ -883,10 +883,48 @@ impl<W: Write> Writer<W> {
     /// nothing is open in `lane`.
     #[inline]
     pub fn leave(&mut self, insn: InsnId, lane: Lane) -> Result<()> {
+        self.leave_in(insn, lane, None).map(drop)
+    }
+
+    /// The instruction leaves `stage` if that is the stage it has open in `lane`, as
+    /// [`leave`](Self::leave) does, and true is returned; false, with nothing done, if
+    /// another stage or none is open there, or the instruction is not live. For converters
+    /// whose `E` names the stage it closes: one lookup where
+    /// [`open_stage`](Self::open_stage) and `leave` take two.
+    ///
+    /// ```
+    /// # use kanata_writer::{Lane, WriterBuilder};
+    /// let mut w = WriterBuilder::new().from_writer(Vec::new())?;
+    /// let (fetch, decode) = (w.stage("F")?, w.stage("D")?);
+    /// let insn = w.begin(0, 0)?;
+    /// w.enter(insn, Lane::MAIN, fetch)?;
+    /// assert!(!w.leave_if_open(insn, Lane::MAIN, decode)?);
+    /// assert!(w.leave_if_open(insn, Lane::MAIN, fetch)?);
+    /// assert_eq!(w.open_stage(insn, Lane::MAIN), None);
+    /// # Ok::<(), kanata_writer::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`leave`](Self::leave)'s, once the stage is found open.
+    #[inline]
+    pub fn leave_if_open(&mut self, insn: InsnId, lane: Lane, stage: Stage) -> Result<bool> {
+        self.leave_in(insn, lane, Some(stage))
+    }
+
+    /// [`leave`](Self::leave), or with `only` [`leave_if_open`](Self::leave_if_open).
+    #[inline(always)]
+    fn leave_in(&mut self, insn: InsnId, lane: Lane, only: Option<Stage>) -> Result<bool> {
         let Some(state) = self.live.get_mut(insn.0) else {
-            return self.leave_general(insn, lane);
+            if only.is_some() {
+                return Ok(false);
+            }
+            return self.leave_general(insn, lane).map(|()| true);
         };
-        let tail = match state.open_in(lane) {
+        let open = state.open_in(lane);
+        if only.is_some() && open != only {
+            return Ok(false);
+        }
+        let tail = match open {
             Some(stage) if lane.get() < 2 => match self.stages.tail(stage) {
                 Some(tail) if tail.fits() => tail,
                 // A discarding writer renders no tail, and only counts the line.
@@ -894,18 +932,18 @@ impl<W: Write> Writer<W> {
                     state.close(lane);
                     self.out.sync_cycle();
                     self.out.lines += 1;
-                    return self.after_write();
+                    return self.after_write().map(|()| true);
                 }
-                _ => return self.leave_general(insn, lane),
+                _ => return self.leave_general(insn, lane).map(|()| true),
             },
-            _ => return self.leave_general(insn, lane),
+            _ => return self.leave_general(insn, lane).map(|()| true),
         };
         state.close(lane);
         let out = &mut self.out;
         out.sync_cycle();
         out.pos = encode::stage_fast(&mut out.buf, out.pos, b'E', &state.head, lane.get(), tail);
         out.lines += 1;
-        self.after_write()
+        self.after_write().map(|()| true)
     }
 
     #[cold]
@@ -1056,7 +1094,8 @@ impl<W: Write> Writer<W> {
         // The fast path: stages open in lanes 0 and 1 only, each with a rendered tail, and a
         // retire id of up to 64 bits.
         let fast = match (state.open_in_first_two_only(), retire_id.parts()) {
-            (Some(open), (false, Some(retire_id))) if !self.out.discard => {
+            _ if self.out.discard => None,
+            (Some(open), (false, Some(retire_id))) => {
                 let tail = |stage: Option<Stage>| match stage {
                     None => Some(None),
                     Some(stage) => self.stages.tail(stage).filter(|t| t.fits()).map(Some),
@@ -1068,7 +1107,23 @@ impl<W: Write> Writer<W> {
             }
             _ => None,
         };
-        if let Some((tails, retire_id)) = fast {
+        if self.out.discard {
+            // Nothing to write: the lines the open stages' `E`s and the `R` would be are
+            // only counted, and the `R` marked for the labels that come after it.
+            if !self.compact {
+                self.out.lines += state.open_stages().count() as u64;
+            }
+            if let Some(holdback) = self.out.holdback.as_mut() {
+                // No spill ever releases the marks of a discarding writer.
+                holdback.forget_too_old(self.out.cycle);
+                holdback.mark_retire(RetireMark {
+                    insn: insn.0,
+                    pos: self.out.text_bytes + self.out.pos as u64,
+                    cycle: self.out.cycle,
+                    entered: state.entered,
+                });
+            }
+        } else if let Some((tails, retire_id)) = fast {
             let mut pos = self.out.pos;
             if !self.compact {
                 for (lane, tail) in tails.iter().enumerate() {
@@ -1103,19 +1158,13 @@ impl<W: Write> Writer<W> {
             self.out.scratch.clear();
             if !self.compact {
                 for (lane, stage) in state.open_stages() {
-                    if !self.out.discard {
-                        self.stages
-                            .encode_line(&mut self.out.scratch, b'E', insn.0, lane, stage);
-                    }
+                    self.stages
+                        .encode_line(&mut self.out.scratch, b'E', insn.0, lane, stage);
                     self.out.lines += 1;
                 }
             }
             self.out.put_scratch();
             if let Some(holdback) = self.out.holdback.as_mut() {
-                if self.out.discard {
-                    // No spill ever releases the marks of a discarding writer.
-                    holdback.forget_too_old(self.out.cycle);
-                }
                 holdback.mark_retire(RetireMark {
                     insn: insn.0,
                     pos: self.out.text_bytes + self.out.pos as u64,
@@ -1123,11 +1172,9 @@ impl<W: Write> Writer<W> {
                     entered: state.entered,
                 });
             }
-            if !self.out.discard {
-                self.out.scratch.clear();
-                encode::end_of_life(&mut self.out.scratch, insn.0, retire_id, flushed);
-                self.out.put_scratch();
-            }
+            self.out.scratch.clear();
+            encode::end_of_life(&mut self.out.scratch, insn.0, retire_id, flushed);
+            self.out.put_scratch();
         }
         self.live.end(insn.0);
         self.out.lines += 1;

@@ -647,14 +647,17 @@ fn a_discarding_writer_refuses_what_the_writing_one_refuses_and_writes_nothing()
 fn a_discarding_writer_counts_the_lines_the_writing_one_writes() -> Result {
     // `--check` reports the lines a conversion would write from a discarding writer's
     // count: every path of `enter` and `leave` (a stage replaced or not, lanes 0, 1 and
-    // beyond, compact or explicit `E`s, refused calls) must count what is written.
-    for compact in [false, true] {
+    // beyond, compact or explicit `E`s, refused calls) and of the end of a life with
+    // stages open, with labels held back for or not, must count what is written.
+    for (compact, late) in [(false, false), (true, false), (false, true), (true, true)] {
         let mut summaries = Vec::new();
         for discard in [false, true] {
-            let mut w = WriterBuilder::new()
-                .discard(discard)
-                .compact(compact)
-                .from_writer(Vec::new())?;
+            let mut builder = WriterBuilder::new();
+            builder.discard(discard).compact(compact);
+            if late {
+                builder.late_labels(4);
+            }
+            let mut w = builder.from_writer(Vec::new())?;
             let mut elsewhere = WriterBuilder::new().from_writer(Vec::new())?;
             for name in ["O1", "O2", "O3"] {
                 elsewhere.stage(name)?;
@@ -672,7 +675,13 @@ fn a_discarding_writer_counts_the_lines_the_writing_one_writes() -> Result {
                 w.enter(b, lane, d)?;
                 w.advance(1)?;
                 w.enter(a, lane, d)?; // replaces F
-                w.leave(b, lane)?;
+                assert!(!w.leave_if_open(b, lane, f)?, "D is open, not F");
+                if lane.get() % 2 == 0 {
+                    w.leave(b, lane)?;
+                } else {
+                    assert!(w.leave_if_open(b, lane, d)?);
+                }
+                assert!(!w.leave_if_open(b, lane, d)?, "nothing open");
                 assert!(w.leave(b, lane).is_err(), "nothing open");
                 assert!(w.enter(b, lane, other).is_err(), "another writer's stage");
                 w.advance(1)?;
@@ -684,7 +693,7 @@ fn a_discarding_writer_counts_the_lines_the_writing_one_writes() -> Result {
             w.flush(b)?;
             summaries.push(w.finish()?.summary.lines);
         }
-        assert_eq!(summaries[0], summaries[1], "compact {compact}");
+        assert_eq!(summaries[0], summaries[1], "compact {compact}, late {late}");
     }
     Ok(())
 }

@@ -789,11 +789,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             writer.enter(insn, lane, stage)?;
             return Ok(true);
         }
-        if writer.open_stage(insn, lane) == Some(stage) {
-            writer.leave(insn, lane)?;
-            return Ok(true);
-        }
-        Ok(false)
+        Ok(writer.leave_if_open(insn, lane, stage)?)
     }
 
     /// An `S` or `E` of the live instruction `insn` (input id `id`), with the repairs that
