@@ -676,7 +676,7 @@ fn a_discarding_writer_counts_the_lines_the_writing_one_writes() -> Result {
                 w.advance(1)?;
                 w.enter(a, lane, d)?; // replaces F
                 assert!(!w.leave_if_open(b, lane, f)?, "D is open, not F");
-                if lane.get() % 2 == 0 {
+                if lane.get().is_multiple_of(2) {
                     w.leave(b, lane)?;
                 } else {
                     assert!(w.leave_if_open(b, lane, d)?);
