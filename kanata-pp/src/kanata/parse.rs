@@ -470,13 +470,13 @@ impl LineParser {
     /// reports included; `false` (nothing done) for other lines and the rare forms, which
     /// `parse_into` reads.
     #[inline(always)]
-    pub(crate) fn parse_number_line_into<T>(
+    pub(crate) fn parse_number_line_into(
         &mut self,
         window: &[u8; 32],
         len: usize,
         lineno: u64,
         diag: &mut Diagnostics,
-        out: &mut Line<T>,
+        out: &mut Line<&[u8]>,
     ) -> bool {
         let Some(odd) = number_line::read(window, len, out) else {
             return false;

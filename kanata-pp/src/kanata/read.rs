@@ -654,9 +654,7 @@ trait TakeLines {
     ) -> Result<(), Error>;
 
     /// Takes the common `S` and `E` lines of the block from `*start` on, read straight
-    /// from the block, and the `I`, `R` and `W` lines among them that
-    /// [`LineParser::parse_number_line_into`] reads, up to the first other line (or one it
-    /// leaves to the general loop):
+    /// from the block, up to the first other line (or one it leaves to the general loop):
     /// `*start`, `line_ends` and `*number` (the last line's number) move past the lines
     /// taken. An error when the reading must stop (a repair under `--strict`).
     fn take_stage_lines(
@@ -783,17 +781,6 @@ impl StageLineSink for IntoBatch<'_> {
         Ok(true)
     }
 
-    #[inline(always)]
-    fn number_line(
-        &mut self,
-        number: u64,
-        parsed: Line<Span>,
-        _diag: &mut Diagnostics,
-    ) -> Result<(), Error> {
-        self.items.push(Item { number, parsed });
-        Ok(())
-    }
-
     // Inlined: out of line, the call cost the padded logs more than the canonical ones
     // gained.
     #[inline(always)]
@@ -836,15 +823,6 @@ trait StageLineSink {
         number: u64,
         diag: &mut Diagnostics,
     ) -> Result<bool, Error>;
-
-    /// Takes line `number`, an `I`, `R` or `W` line read from the masks of its bytes as
-    /// `parsed` (which holds no text), its repairs reported.
-    fn number_line(
-        &mut self,
-        number: u64,
-        parsed: Line<Span>,
-        diag: &mut Diagnostics,
-    ) -> Result<(), Error>;
 
     /// Takes line `number`, the `len` bytes at `at` in the block (at the start of `window`),
     /// read as `stage`: the padded lines, the new names, the long ones. `false` (nothing
@@ -905,22 +883,13 @@ fn take_stage_lines(
             }
         }
         if stop.is_none() {
-            match plain.or_else(|| read_stage_line(window, len)) {
-                Some(stage) => match sink.other(stage, window, at, len, last + 1, parser, diag) {
-                    Ok(true) => {}
-                    Ok(false) => break Ok(()),
-                    Err(error) => stop = Some(error),
-                },
-                // The `I`, `R` and `W` lines among the stage lines, here rather than in the
-                // general loop, whose every line costs more than these lines' reading.
-                None => {
-                    let mut parsed = Line::<Span>::Blank;
-                    if !parser.parse_number_line_into(window, len, last + 1, diag, &mut parsed) {
-                        break Ok(());
-                    }
-                    let taken = sink.number_line(last + 1, parsed, diag);
-                    stop = taken.err().or_else(|| strict_error(diag));
-                }
+            let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
+                break Ok(());
+            };
+            match sink.other(stage, window, at, len, last + 1, parser, diag) {
+                Ok(true) => {}
+                Ok(false) => break Ok(()),
+                Err(error) => stop = Some(error),
             }
         }
         last += 1;
@@ -987,18 +956,6 @@ impl<W: Write + Send + 'static> StageLineSink for IntoNormalizer<'_, W> {
         self.normalizer
             .numbered_stage(stage.end, stage.id, stage.lane, name, number, diag)?;
         strict_error(diag).map_or(Ok(true), Err)
-    }
-
-    #[inline(always)]
-    fn number_line(
-        &mut self,
-        number: u64,
-        parsed: Line<Span>,
-        diag: &mut Diagnostics,
-    ) -> Result<(), Error> {
-        let block = self.block;
-        self.normalizer
-            .parsed(&parsed, |span| span.of(block), || false, number, diag)
     }
 
     #[inline(always)]
@@ -1124,11 +1081,7 @@ fn parse_lines_unsettled<T: TakeLines>(
     let mut line_ends = LineEnds::new(block);
     let mut plain = reader.reads_plain_lines();
     while start < block.len() {
-        let stage_loop = matches!(
-            block[start..],
-            [b'S' | b'E', b'\t' | b' ', ..] | [b'I' | b'R' | b'W', b'\t', ..]
-        );
-        if plain && stage_loop {
+        if plain && matches!(block[start..], [b'S' | b'E', b'\t' | b' ', ..]) {
             let parser = &mut reader.parser;
             let taken =
                 take.take_stage_lines(&mut line_ends, &mut start, &mut at.number, parser, diag);
@@ -1507,46 +1460,6 @@ mod tests {
             };
             assert!(error.to_string().contains("line 5"), "{blocks:?}: {error}");
             assert!(error.to_string().contains("Q1"), "{blocks:?}: {error}");
-        }
-    }
-
-    #[test]
-    fn strict_stops_at_a_padded_number_line_among_stage_lines() {
-        // The stage lines' loop takes the `I`, `R` and `W` lines among them too: the first
-        // repair is a padded `R` (Q1), then a padded `W`, each in the middle of a run,
-        // with lines enough after them for the loop to read them.
-        for (padded, expected_line) in [
-            ("R\t50\t 50\t0\n", 2 + 5 * 50 + 5),
-            ("W\t50\t 49\t0\n", 2 + 5 * 50 + 3),
-        ] {
-            let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
-            for id in 0..100 {
-                input.extend_from_slice(format!("I\t{id}\t{id}\t0\nS\t{id}\t0\tF\n").as_bytes());
-                let dep = format!("W\t{id}\t{}\t0\n", id.max(1) - 1);
-                let retire = format!("R\t{id}\t{id}\t0\n");
-                for line in [dep, format!("E\t{id}\t0\tF\n"), retire] {
-                    let odd = id == 50 && line.as_bytes()[0] == padded.as_bytes()[0];
-                    input.extend_from_slice(if odd {
-                        padded.as_bytes()
-                    } else {
-                        line.as_bytes()
-                    });
-                }
-            }
-            for blocks in [Blocks::Parsed, Blocks::Unparsed] {
-                let normalizer =
-                    KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
-                let mut diag = Diagnostics::new(3, true);
-                let Err(error) = convert_in_blocks(&input, normalizer, blocks, &mut diag) else {
-                    panic!("{blocks:?}: no --strict error");
-                };
-                let error = error.to_string();
-                assert!(
-                    error.contains(&format!("line {expected_line}:")),
-                    "{blocks:?}: {error}"
-                );
-                assert!(error.contains("Q1"), "{blocks:?}: {error}");
-            }
         }
     }
 

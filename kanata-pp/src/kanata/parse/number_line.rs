@@ -17,7 +17,7 @@ use super::{Command, Line, RetireType, SimId};
 /// repairs; `None` (`out` left as it was) for any other line, and for the rare ones the
 /// one-pass reader takes.
 #[inline(always)]
-pub(crate) fn read<T>(window: &[u8; 32], len: usize, out: &mut Line<T>) -> Option<Odd> {
+pub(crate) fn read(window: &[u8; 32], len: usize, out: &mut Line<&[u8]>) -> Option<Odd> {
     let command = window[0];
     if !matches!(command, b'I' | b'R' | b'W') || window[1] != b'\t' || len > 32 {
         return None;
@@ -135,7 +135,7 @@ mod tests {
             for (at, byte) in window.iter_mut().enumerate().skip(len + 1) {
                 *byte = pieces[(at * 7 + line.len()) % 14][0];
             }
-            let mut read_out = Line::<&[u8]>::Blank;
+            let mut read_out = Line::Blank;
             let Some(odd) = read(&window, line.len(), &mut read_out) else {
                 continue;
             };
@@ -181,7 +181,7 @@ mod tests {
             let mut window = [b'\n'; 32];
             let len = line.len().min(32);
             window[..len].copy_from_slice(&line[..len]);
-            let mut out = Line::<&[u8]>::Blank;
+            let mut out = Line::Blank;
             assert!(
                 read(&window, line.len(), &mut out).is_none(),
                 "{:?}",
