@@ -734,6 +734,10 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
     }
 
     /// [`Self::stage_numbered`] of a name's first line, or of a line that needs a repair.
+    ///
+    /// The caller has tried [`Self::enter_or_leave`] already when the name had a stage, so
+    /// it is tried here only for a name seen for the first time; a known stage goes straight
+    /// to [`Self::stage_with_repairs`].
     #[allow(clippy::too_many_arguments)]
     #[inline(never)]
     fn stage_numbered_rarely(

@@ -754,9 +754,8 @@ impl<W: Write + Send + 'static> RsdConverter<W> {
             self.after_end(event, "an `E`", diag);
             return Ok(());
         }
-        if self.writer.open_stage(op.insn, lane) == Some(stage) {
+        if self.writer.leave_if_open(op.insn, lane, stage)? {
             op.mark_closed(bit, self.time);
-            self.writer.leave(op.insn, lane)?;
         } else {
             let closed_now = op.closed_at == self.time && op.closed & (1 << bit) != 0;
             if op.entered & (1 << bit) != 0 && !closed_now {
