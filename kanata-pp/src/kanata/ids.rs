@@ -220,6 +220,12 @@ impl<L: Default + PartialEq> Ids<L> {
 
     /// [`Ids::resolve`] for an id the ring does not hold.
     fn resolve_in_maps(&self, id: i64) -> Resolved {
+        // While ids increase, an id past the last one declared is new (every `I` of such a
+        // log): nothing to look up, not even in the live map, whose probe missed the cache
+        // when many instructions are left open.
+        if self.finished.is_none() && self.recent.back().is_none_or(|&last| id > last) {
+            return Resolved::Unknown;
+        }
         if let Some(&(insn, _)) = self.live.get(&id) {
             return Resolved::Live(insn);
         }
@@ -228,10 +234,8 @@ impl<L: Default + PartialEq> Ids<L> {
         }
         let found = match &self.finished {
             Some(finished) => finished.get(&id).copied(),
-            // An id past the last one is new (every `I` of a log with increasing ids): no
-            // search through the million ids kept.
-            None if self.recent.back().is_none_or(|&last| id > last) => None,
-            // Increasing ids: the output id is the position among the recent ones.
+            // Increasing ids (and not past the last, above): the output id is the position
+            // among the recent ones.
             None => self
                 .recent
                 .binary_search(&id)
