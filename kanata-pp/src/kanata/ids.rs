@@ -221,8 +221,7 @@ impl<L: Default + PartialEq> Ids<L> {
     /// [`Ids::resolve`] for an id the ring does not hold.
     fn resolve_in_maps(&self, id: i64) -> Resolved {
         // While ids increase, an id past the last one declared is new (every `I` of such a
-        // log): nothing to look up, not even in the live map, whose probe missed the cache
-        // when many instructions are left open.
+        // log): nothing to look up, not even the live map.
         if self.finished.is_none() && self.recent.back().is_none_or(|&last| id > last) {
             return Resolved::Unknown;
         }

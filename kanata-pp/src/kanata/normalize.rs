@@ -719,12 +719,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         let Some(writer) = self.writer.as_mut() else {
             return Ok(false);
         };
-        let lane = Lane::new(lane);
-        if !end {
-            writer.enter(insn, lane, stage)?;
-            return Ok(true);
-        }
-        Ok(writer.leave_if_open(insn, lane, stage)?)
+        writer_enter_or_leave(writer, end, insn, lane, stage)
     }
 
     /// [`Self::numbered_stage`] where the line needs [`Self::parsed`]'s checks: a label is
@@ -832,13 +827,7 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         if self.repairs.dedupe || self.repairs.stretch_zero {
             return Ok(false);
         }
-        let lane = Lane::new(lane);
-        let writer = self.writer();
-        if !end {
-            writer.enter(insn, lane, stage)?;
-            return Ok(true);
-        }
-        Ok(writer.leave_if_open(insn, lane, stage)?)
+        writer_enter_or_leave(self.writer(), end, insn, lane, stage)
     }
 
     /// An `S` or `E` of the live instruction `insn` (input id `id`), with the repairs that
@@ -1122,6 +1111,24 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         let writer = self.writer.take().expect("made above");
         Ok(writer.finish()?)
     }
+}
+
+/// The writer enters `stage` (an `S`), or leaves it if it is the one open in `lane` (an `E`;
+/// `false`, nothing done, if it is not).
+#[inline(always)]
+fn writer_enter_or_leave<W: Write + Send + 'static>(
+    writer: &mut Writer<W>,
+    end: bool,
+    insn: kanata_writer::InsnId,
+    lane: u32,
+    stage: Stage,
+) -> Result<bool, Error> {
+    let lane = Lane::new(lane);
+    if !end {
+        writer.enter(insn, lane, stage)?;
+        return Ok(true);
+    }
+    Ok(writer.leave_if_open(insn, lane, stage)?)
 }
 
 /// A 64-bit hash of label text, for Q16.
