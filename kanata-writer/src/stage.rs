@@ -117,6 +117,20 @@ impl StageTable {
         self.tails.get(stage.index())
     }
 
+    /// The tails of the stages open in lanes 0 and 1 (`None` where none is), if each has a
+    /// tail that [fits](StageTail::fits): what the fast end of a life writes its `E`s with.
+    #[inline(always)]
+    pub(crate) fn fitting_tails(
+        &self,
+        open: [Option<Stage>; 2],
+    ) -> Option<[Option<&StageTail>; 2]> {
+        let tail = |stage: Option<Stage>| match stage {
+            None => Some(None),
+            Some(stage) => self.tail(stage).filter(|t| t.fits()).map(Some),
+        };
+        Some([tail(open[0])?, tail(open[1])?])
+    }
+
     /// The tail of a stage this writer made, or for no stage any tail that fits (to be
     /// formatted and dropped). One that does not [fit](StageTail::fits) means the stage's
     /// lines need the general encoder.

@@ -1091,22 +1091,6 @@ impl<W: Write> Writer<W> {
         // Written from the state in place; the instruction ends once its lines are.
         let state = &*state;
         self.out.sync_cycle();
-        // The fast path: stages open in lanes 0 and 1 only, each with a rendered tail, and a
-        // retire id of up to 64 bits.
-        let fast = match (state.open_in_first_two_only(), retire_id.parts()) {
-            _ if self.out.discard => None,
-            (Some(open), (false, Some(retire_id))) => {
-                let tail = |stage: Option<Stage>| match stage {
-                    None => Some(None),
-                    Some(stage) => self.stages.tail(stage).filter(|t| t.fits()).map(Some),
-                };
-                match (tail(open[0]), tail(open[1])) {
-                    (Some(t0), Some(t1)) => Some(([t0, t1], retire_id)),
-                    _ => None,
-                }
-            }
-            _ => None,
-        };
         if self.out.discard {
             // Nothing to write: the lines the open stages' `E`s and the `R` would be are
             // only counted, and the `R` marked for the labels that come after it.
@@ -1123,7 +1107,14 @@ impl<W: Write> Writer<W> {
                     entered: state.entered,
                 });
             }
-        } else if let Some((tails, retire_id)) = fast {
+        } else if let (Some(tails), (false, Some(retire_id))) = (
+            // The fast path: stages open in lanes 0 and 1 only, each with a rendered tail,
+            // and a retire id of up to 64 bits.
+            state
+                .open_in_first_two_only()
+                .and_then(|open| self.stages.fitting_tails(open)),
+            retire_id.parts(),
+        ) {
             let mut pos = self.out.pos;
             if !self.compact {
                 for (lane, tail) in tails.iter().enumerate() {
