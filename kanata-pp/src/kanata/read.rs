@@ -794,9 +794,18 @@ impl StageLineSink for IntoBatch<'_> {
         parser: &mut LineParser,
         diag: &mut Diagnostics,
     ) -> Result<bool, Error> {
-        let name = &self.block[at + stage.name_start..at + stage.name_end];
-        if !self.stage_op(number, stage.end, stage.id, stage.lane, name) {
-            return Ok(false);
+        // A short name numbered already (a padded line's, most often) needs no more than
+        // the commonest lines do.
+        let short = self.short_number(window, stage.name_start, stage.name_end);
+        let taken = match short {
+            Some(name) => self.numbered(&stage, name, number, diag)?,
+            None => false,
+        };
+        if !taken {
+            let name = &self.block[at + stage.name_start..at + stage.name_end];
+            if !self.stage_op(number, stage.end, stage.id, stage.lane, name) {
+                return Ok(false);
+            }
         }
         if stage.odd != 0 {
             parser.report_stage_line(window, len, &stage, number, diag);
