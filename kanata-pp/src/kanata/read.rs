@@ -730,7 +730,7 @@ impl TakeLines for IntoBatch<'_> {
         Ok(())
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn take_stage_lines(
         &mut self,
         line_ends: &mut LineEnds,
@@ -853,7 +853,12 @@ trait StageLineSink {
 /// [`TakeLines::take_stage_lines`] for either sink: a loop of its own, which keeps in
 /// registers only what these lines need (the general loop around every kind of line keeps
 /// most of its state on the stack). The commonest lines (those `read_plain_stage_line`
-/// reads, with a short name numbered already) take the shortest way.
+/// reads, with a short name numbered already) take the shortest way; in a batch, so do the
+/// padded ones `read_stage_line` reads (see `IntoBatch::other`).
+///
+/// Inlined into the general loop by both sinks: called, it set up its state again for each
+/// run of stage lines (80 to 115 instructions, and runs are 3 to 6 lines long), which cost
+/// more than the inlined loop loses to the general loop's registers.
 #[inline(always)]
 fn take_stage_lines(
     sink: &mut impl StageLineSink,
@@ -933,7 +938,7 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
             .parsed(parsed, |piece| piece, || false, number, diag)
     }
 
-    #[inline(never)]
+    #[inline(always)]
     fn take_stage_lines(
         &mut self,
         line_ends: &mut LineEnds,
