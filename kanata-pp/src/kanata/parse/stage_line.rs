@@ -266,20 +266,22 @@ pub(super) fn number(
             signed_or_zero: false,
         });
     }
-    if written & !classes.digit != 0 || window[start] == b'0' {
+    if written & !classes.digit != 0 {
         return signed_or_zero_number(window, classes, field, max_digits);
     }
     let value = digits_value(window, start, run.trailing_ones(), max_digits)?;
     Some(Number {
         value,
         spaced,
-        signed_or_zero: false,
+        // Leading zeros, read here rather than out of line: a padded log has them on one
+        // line in ten, at random.
+        signed_or_zero: window[start] == b'0',
     })
 }
 
-/// [`number`] of a field of more than one byte that starts with a `+` or a `0` (`+5`,
-/// `007`: Q1's, or for a lane Q20's), or holds another byte that is no digit: rare, out of
-/// the common lines' way.
+/// [`number`] of a field of more than one byte that starts with a `+` (`+5`: Q1's, or for
+/// a lane Q20's), or holds another byte that is no digit: rare, out of the common lines'
+/// way.
 #[cold]
 #[inline(never)]
 fn signed_or_zero_number(
