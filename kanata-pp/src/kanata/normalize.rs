@@ -676,7 +676,15 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
-        if self.pending.active || self.phase != Phase::Body || !self.stretch.held.is_empty() {
+        // A stage line does not go on with a held label (Q8): the label is written first,
+        // as `parsed` writes it, and the line goes on the numbered way. In the normalizer's
+        // own parse, which sees one line at a time, every label is held until the next
+        // line: sent as a line, the stage line after it cost 9 % of make_padded's
+        // instructions.
+        if self.pending.active {
+            self.flush_label(diag)?;
+        }
+        if self.phase != Phase::Body || !self.stretch.held.is_empty() {
             return self.numbered_stage_as_line(end, id, lane, name, lineno, diag);
         }
         self.stage_numbered(end, id, lane, name, lineno, diag)
@@ -722,8 +730,8 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         writer_enter_or_leave(writer, end, insn, lane, stage)
     }
 
-    /// [`Self::numbered_stage`] where the line needs [`Self::parsed`]'s checks: a label is
-    /// held, the writer is not made yet, or commands are held back (Q17).
+    /// [`Self::numbered_stage`] where the line needs [`Self::parsed`]'s checks: the writer is
+    /// not made yet, or commands are held back (Q17).
     #[cold]
     #[inline(never)]
     fn numbered_stage_as_line(
