@@ -645,11 +645,13 @@ fn parse_block(
 
 /// Where the parsed lines of a block go.
 trait TakeLines {
-    /// Takes line `number`, as parsed.
+    /// Takes line `number`, as parsed; `after` is the rest of the block after it (its next
+    /// line, if it is in this block).
     fn take(
         &mut self,
         number: u64,
         parsed: &Line<&[u8]>,
+        after: &[u8],
         diag: &mut Diagnostics,
     ) -> Result<(), Error>;
 
@@ -709,6 +711,7 @@ impl TakeLines for IntoBatch<'_> {
         &mut self,
         number: u64,
         parsed: &Line<&[u8]>,
+        _after: &[u8],
         _diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         if let Line::Command(Command::Stage {
@@ -932,10 +935,20 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
         &mut self,
         number: u64,
         parsed: &Line<&[u8]>,
+        after: &[u8],
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
+        // A label is written at once when the next line is known to be a command, which no
+        // label goes on into (Q8): its first field is a command's name, TAB-separated. Held
+        // for the next line otherwise, copied.
+        let label_ends = || {
+            matches!(
+                after,
+                [b'C' | b'I' | b'L' | b'S' | b'E' | b'R' | b'W', b'\t', ..]
+            )
+        };
         self.normalizer
-            .parsed(parsed, |piece| piece, || false, number, diag)
+            .parsed(parsed, |piece| piece, label_ends, number, diag)
     }
 
     #[inline(always)]
@@ -1152,7 +1165,7 @@ fn parse_lines_unsettled<T: TakeLines>(
                     let message = crate::kanata::parse::cycle_out_of_range(cycle);
                     return Some(Err(Error::at_line(number, message)));
                 }
-                if let Err(error) = take.take(number, &parsed, diag) {
+                if let Err(error) = take.take(number, &parsed, &block[start..], diag) {
                     return Some(Err(error));
                 }
             }
