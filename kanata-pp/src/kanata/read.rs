@@ -645,13 +645,13 @@ fn parse_block(
 
 /// Where the parsed lines of a block go.
 trait TakeLines {
-    /// Takes line `number`, as parsed; `after` is the rest of the block after it (its next
-    /// line, if it is in this block).
+    /// Takes line `number`, as parsed; `next` is where the line after it starts in the
+    /// block (the block's end if it is in the next block).
     fn take(
         &mut self,
         number: u64,
         parsed: &Line<&[u8]>,
-        after: &[u8],
+        next: usize,
         diag: &mut Diagnostics,
     ) -> Result<(), Error>;
 
@@ -711,7 +711,7 @@ impl TakeLines for IntoBatch<'_> {
         &mut self,
         number: u64,
         parsed: &Line<&[u8]>,
-        _after: &[u8],
+        _next: usize,
         _diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         if let Line::Command(Command::Stage {
@@ -935,7 +935,7 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
         &mut self,
         number: u64,
         parsed: &Line<&[u8]>,
-        after: &[u8],
+        next: usize,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         // A label is written at once when the next line is known to be a command, which no
@@ -943,7 +943,7 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
         // for the next line otherwise, copied.
         let label_ends = || {
             matches!(
-                after,
+                self.block.get(next..).unwrap_or_default(),
                 [b'C' | b'I' | b'L' | b'S' | b'E' | b'R' | b'W', b'\t', ..]
             )
         };
@@ -1165,7 +1165,7 @@ fn parse_lines_unsettled<T: TakeLines>(
                     let message = crate::kanata::parse::cycle_out_of_range(cycle);
                     return Some(Err(Error::at_line(number, message)));
                 }
-                if let Err(error) = take.take(number, &parsed, &block[start..], diag) {
+                if let Err(error) = take.take(number, &parsed, start, diag) {
                     return Some(Err(error));
                 }
             }
