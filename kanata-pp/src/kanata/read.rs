@@ -646,7 +646,7 @@ fn parse_block(
 /// Where the parsed lines of a block go.
 trait TakeLines {
     /// Takes line `number`, as parsed; `next` is where the line after it starts in the
-    /// block (the block's end if it is in the next block).
+    /// block (the block's end if it is in the next block, or if it may be skipped).
     fn take(
         &mut self,
         number: u64,
@@ -1165,7 +1165,9 @@ fn parse_lines_unsettled<T: TakeLines>(
                     let message = crate::kanata::parse::cycle_out_of_range(cycle);
                     return Some(Err(Error::at_line(number, message)));
                 }
-                if let Err(error) = take.take(number, &parsed, start, diag) {
+                // With a prefix to take off, the next line may be skipped (Q18): not known.
+                let next = if plain { start } else { block.len() };
+                if let Err(error) = take.take(number, &parsed, next, diag) {
                     return Some(Err(error));
                 }
             }
@@ -1223,6 +1225,16 @@ mod tests {
         sharing: Sharing,
         strict: bool,
     ) -> (Result<Vec<u8>, String>, Diagnostics) {
+        convert_prefixed(input, sharing, strict, None)
+    }
+
+    /// [`convert_sharing`] of a log whose lines have `prefix` to take off (Q18).
+    fn convert_prefixed(
+        input: Vec<u8>,
+        sharing: Sharing,
+        strict: bool,
+        prefix: Option<&[u8]>,
+    ) -> (Result<Vec<u8>, String>, Diagnostics) {
         let normalizer =
             KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
         let mut diag = Diagnostics::new(3, strict);
@@ -1230,7 +1242,7 @@ mod tests {
         let result = run(
             Box::new(std::io::Cursor::new(input)),
             normalizer,
-            None,
+            prefix.map(<[u8]>::to_vec),
             &mut diag,
             &progress,
             sharing,
@@ -1268,6 +1280,38 @@ mod tests {
         for rule in [Rule::Q1, Rule::Q3, Rule::Q8, Rule::Q9, Rule::Q20] {
             assert!(shared_diag.rules().contains_key(&rule), "{rule:?}");
         }
+    }
+
+    #[test]
+    fn q8_a_label_goes_on_past_a_line_without_the_prefix_in_either_parse() {
+        // The normalizer's own parse writes a label at once when the next line of the block
+        // is a command; a line without the prefix is skipped (Q18), so it tells nothing,
+        // even when it looks like a command: the label's next line is the one after it.
+        let mut input = b"> Kanata\t0004\n> C=\t0\n".to_vec();
+        let ids = 40_000;
+        for id in 0..ids {
+            let lines = format!(
+                "> I\t{id}\t{id}\t0\n> L\t{id}\t0\tfirst\nS\t{id}\t0\tF\n> second\n\
+                 > S\t{id}\t0\tF\n> R\t{id}\t{id}\t0\n"
+            );
+            input.extend_from_slice(lines.as_bytes());
+        }
+        assert!(input.len() > 3 * BLOCK);
+        let prefix = Some(&b">"[..]);
+        let (alone, alone_diag) = convert_prefixed(input.clone(), Sharing::WhenIdle, false, prefix);
+        let (shared, shared_diag) = convert_prefixed(input, Sharing::All, false, prefix);
+        let shared = shared.unwrap();
+        assert_eq!(alone.unwrap(), shared);
+        assert_eq!(format!("{alone_diag:?}"), format!("{shared_diag:?}"));
+        assert_eq!(shared_diag.rules()[&Rule::Q8].count, ids);
+        assert_eq!(shared_diag.rules()[&Rule::Q18].count, ids);
+        assert!(!shared_diag.rules().contains_key(&Rule::Q3));
+        let label = b"\nL\t0\t0\tfirst\\nsecond\n";
+        assert!(
+            shared.windows(label.len()).any(|window| window == label),
+            "{}",
+            String::from_utf8_lossy(&shared[..300])
+        );
     }
 
     #[test]
