@@ -1410,6 +1410,27 @@ mod tests {
     }
 
     #[test]
+    fn strict_stops_at_a_label_repair_before_the_next_lines_in_either_parse() {
+        // A label for an id never declared (Q12, the normalizer's), then a padded stage line
+        // (Q1, the parser's): `--strict` names the label, whichever thread parsed it.
+        let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
+        for id in 0..100_000 {
+            input.extend_from_slice(format!("I\t{id}\t{id}\t0\nR\t{id}\t{id}\t0\n").as_bytes());
+        }
+        let label_line = input.iter().filter(|&&b| b == b'\n').count() + 1;
+        input.extend_from_slice(b"I\t100000\t0\t0\nL\t5000000\t0\tx\nS\t 100000\t0\tF\n");
+        for sharing in [Sharing::All, Sharing::WhenIdle] {
+            let (result, _) = convert_sharing(input.clone(), sharing, true);
+            let error = result.unwrap_err();
+            assert!(
+                error.contains(&format!("line {}", label_line + 1)),
+                "{error}"
+            );
+            assert!(error.contains("Q12"), "{sharing:?}: {error}");
+        }
+    }
+
+    #[test]
     fn lines_across_blocks_and_longer_than_a_block_are_read_whole() {
         let label = "x".repeat(BLOCK * 2 + 17);
         let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
