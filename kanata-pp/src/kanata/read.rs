@@ -1395,13 +1395,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn strict_stops_at_the_first_repair_in_a_block_the_normalizer_parsed() {
+    /// A canonical log of `ids` instructions, each declared and retired, several blocks
+    /// long, and the number of its next line.
+    fn declared_and_retired(ids: u64) -> (Vec<u8>, usize) {
         let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
-        for id in 0..100_000 {
+        for id in 0..ids {
             input.extend_from_slice(format!("I\t{id}\t{id}\t0\nR\t{id}\t{id}\t0\n").as_bytes());
         }
-        let bad_line = input.iter().filter(|&&b| b == b'\n').count() + 1;
+        let next_line = input.iter().filter(|&&b| b == b'\n').count() + 1;
+        (input, next_line)
+    }
+
+    #[test]
+    fn strict_stops_at_the_first_repair_in_a_block_the_normalizer_parsed() {
+        let (mut input, bad_line) = declared_and_retired(100_000);
         input.extend_from_slice(b"C\t 1\n");
         let (result, _) = convert_sharing(input, Sharing::All, true);
         let error = result.unwrap_err();
@@ -1413,11 +1420,7 @@ mod tests {
     fn strict_stops_at_a_label_repair_before_the_next_lines_in_either_parse() {
         // A label for an id never declared (Q12, the normalizer's), then a padded stage line
         // (Q1, the parser's): `--strict` names the label, whichever thread parsed it.
-        let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
-        for id in 0..100_000 {
-            input.extend_from_slice(format!("I\t{id}\t{id}\t0\nR\t{id}\t{id}\t0\n").as_bytes());
-        }
-        let label_line = input.iter().filter(|&&b| b == b'\n').count() + 1;
+        let (mut input, label_line) = declared_and_retired(100_000);
         input.extend_from_slice(b"I\t100000\t0\t0\nL\t5000000\t0\tx\nS\t 100000\t0\tF\n");
         for sharing in [Sharing::All, Sharing::WhenIdle] {
             let (result, _) = convert_sharing(input.clone(), sharing, true);
