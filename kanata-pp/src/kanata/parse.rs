@@ -789,6 +789,17 @@ impl LineParser {
     }
 }
 
+/// Whether `line` is read as a command or a dropped command, never as other text
+/// ([`Line::Other`], which may go on with a label, Q8): its first field is a command's name,
+/// ended by a TAB. Looks at its first two bytes only.
+#[inline(always)]
+pub(crate) fn starts_a_command(line: &[u8]) -> bool {
+    matches!(
+        line,
+        [b'C' | b'I' | b'L' | b'S' | b'E' | b'R' | b'W', b'\t', ..]
+    )
+}
+
 /// A line that is not a command: blank, a comment, or other text.
 fn classify_other(line: &[u8]) -> Line<&[u8]> {
     let trimmed = trim(line);
@@ -1160,6 +1171,41 @@ mod tests {
         // Lanes written `00` or `+1` (Q20), numbers written `+1` or `007` (Q1).
         assert!(taken_q20 > 500, "{taken_q20}");
         assert!(taken_sign > 1_000, "{taken_sign}");
+    }
+
+    #[test]
+    fn q8_a_line_that_starts_a_command_is_never_other_text() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let pieces: [&[u8]; 10] = [
+            b"\t", b" ", b"1", b"-2", b"x", b"//", b"#", b"\r", b"=", b"",
+        ];
+        let mut parser = LineParser::new();
+        let mut diag = Diagnostics::new(3, false);
+        let mut commands = 0;
+        for _ in 0..50_000 {
+            let mut line = vec![b"CILSERW"[next(7)], b'\t'];
+            for _ in 0..next(6) {
+                line.extend_from_slice(pieces[next(10)]);
+            }
+            assert!(starts_a_command(&line));
+            let parsed = parser.parse(&line, 1, &mut diag);
+            assert!(
+                !matches!(parsed, Line::Other(_)),
+                "{:?}",
+                line.escape_ascii().to_string()
+            );
+            commands += usize::from(matches!(parsed, Line::Command(_)));
+        }
+        assert!(commands > 1_000, "{commands} commands");
+        for line in [&b"S \tF"[..], b"S", b"X\t1", b"s\t1\t0\tF", b"C=\t0"] {
+            assert!(!starts_a_command(line), "{line:?}");
+        }
     }
 
     #[test]

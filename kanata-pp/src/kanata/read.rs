@@ -23,7 +23,7 @@ use crate::input::progress::Progress;
 use crate::input::ReadBuffer;
 use crate::kanata::normalize::{KanataNormalizer, NumberedStages};
 use crate::kanata::parse::{
-    read_plain_stage_line, read_stage_line, Command, Line, LineParser, StageLine,
+    read_plain_stage_line, read_stage_line, starts_a_command, Command, Line, LineParser, StageLine,
 };
 use crate::kanata::scan::LineEnds;
 use crate::kanata::stage_names::StageNames;
@@ -939,14 +939,8 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         // A label is written at once when the next line is known to be a command, which no
-        // label goes on into (Q8): its first field is a command's name, TAB-separated. Held
-        // for the next line otherwise, copied.
-        let label_ends = || {
-            matches!(
-                self.block.get(next..).unwrap_or_default(),
-                [b'C' | b'I' | b'L' | b'S' | b'E' | b'R' | b'W', b'\t', ..]
-            )
-        };
+        // label goes on into (Q8); held for the next line otherwise, copied.
+        let label_ends = || starts_a_command(self.block.get(next..).unwrap_or_default());
         self.normalizer
             .parsed(parsed, |piece| piece, label_ends, number, diag)
     }

@@ -267,7 +267,7 @@ pub(super) fn number(
         });
     }
     if written & !classes.digit != 0 {
-        return signed_or_zero_number(window, classes, field, max_digits);
+        return signed_number(window, classes, field, max_digits);
     }
     let value = digits_value(window, start, run.trailing_ones(), max_digits)?;
     Some(Number {
@@ -284,7 +284,7 @@ pub(super) fn number(
 /// way.
 #[cold]
 #[inline(never)]
-fn signed_or_zero_number(
+fn signed_number(
     window: &[u8; 32],
     classes: Classes,
     field: u32,
