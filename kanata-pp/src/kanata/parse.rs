@@ -1175,13 +1175,8 @@ mod tests {
 
     #[test]
     fn q8_a_line_that_starts_a_command_is_never_other_text() {
-        let mut state = 0x2545_f491_4f6c_dd1du64;
-        let mut next = move |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut rng = crate::output::testing::Rng(0x2545_f491_4f6c_dd1d);
+        let mut next = |n: usize| rng.below(n as u64) as usize;
         let pieces: [&[u8]; 10] = [
             b"\t", b" ", b"1", b"-2", b"x", b"//", b"#", b"\r", b"=", b"",
         ];
