@@ -111,7 +111,11 @@ for name in sloppy padded canonical; do
   echo "== $name: input $size bytes; normalized $(stat -c %s "$normalized") bytes"
   # Whichever command hyperfine times first ran slower, its system time up to twice the
   # others' (the machine settling after writing the normalized text): a throwaway first
-  # command takes that, and its figures are not used.
+  # command takes that, and its figures are not used. The slow spell lasted longer than
+  # that command's runs on the canonical trace (twice in the twenty-sixth session: the first
+  # binary's --check at 1.4x the second's, where alternating runs found it 0.96x), so a few
+  # more runs go before hyperfine.
+  for _ in 1 2 3 4 5 6 7 8 9 10; do "${bins[0]}" -q --check "$input"; done
   commands=(-n "(settling, not used)" "${bins[0]} -q --check $input")
   for i in "${!bins[@]}"; do
     bin=${bins[$i]} label=${labels[$i]}
