@@ -1394,7 +1394,8 @@ mod tests {
         sloppy_log(120_000)
     }
 
-    /// A log of `ids` instructions, four lines each, with repairs (Q1, Q3, Q8, Q9, Q20).
+    /// A log of `ids` instructions, three to five lines each, with repairs (Q1, Q3, Q8, Q9,
+    /// Q20).
     fn sloppy_log(ids: usize) -> Vec<u8> {
         let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
         for id in 0..ids {
