@@ -287,9 +287,9 @@ struct Batch {
     new_names: Vec<Span>,
     /// The number of the block's first line.
     first_line: u64,
-    /// The lines of the block left for the normalizer to parse, after the parsed ones: the
-    /// whole block when the reader left it unparsed, or the rest of it from where the
-    /// reader saw the normalizer waiting.
+    /// The lines of the block left for the normalizer to parse, after the parsed ones: from
+    /// where the reader saw the normalizer waiting, or all but the header when it only
+    /// reads.
     unparsed: Option<Unparsed>,
     /// What stopped the reader after these lines: an error, or the end of the input (with
     /// the number of lines read).
@@ -318,17 +318,6 @@ struct Unparsed {
     /// rebuilt label text of the parsed lines follows it).
     start: usize,
     end: usize,
-}
-
-impl Unparsed {
-    /// The whole block in `text`, from line `first_line` on.
-    fn block(first_line: u64, text: &[u8]) -> Unparsed {
-        Unparsed {
-            first_line,
-            start: 0,
-            end: text.len(),
-        }
-    }
 }
 
 impl Span {
@@ -388,14 +377,12 @@ impl Sharing {
     }
 
     /// Whether the normalizer spins a moment for the next batch before it sleeps: when
-    /// sharing when idle, the reading thread and it each have a core of their own (two
-    /// cores, or three with a compressor's thread, as [`Sharing::for_output`] chooses;
-    /// checked again here for a caller that chooses itself).
-    /// Sharing all, the reading thread only reads, the normalizer waits little, and a
-    /// spin would take the compressor's core.
+    /// sharing when idle, which [`Sharing::for_output`] chooses only when the reading thread
+    /// and the normalizer each have a core of their own (two cores, or three with a
+    /// compressor's thread). Sharing all, the reading thread only reads, the normalizer
+    /// waits little, and a spin would take the compressor's core or the reading thread's.
     fn spins(self) -> bool {
-        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
-        self == Sharing::WhenIdle && cores >= 2
+        self == Sharing::WhenIdle
     }
 }
 
@@ -623,31 +610,23 @@ fn read_batches(
             };
             carry.extend_from_slice(&batch.text[whole..]);
             batch.text.truncate(whole);
-            // Not the last block: that one's end needs the checks of `end_of_input`.
-            let share = match sharing {
-                Sharing::WhenIdle => normalizer_waiting.swap(false, Ordering::Relaxed),
-                Sharing::All => true,
+            // Sharing when idle, the rest of the block goes to the normalizer as soon as it
+            // waits, rather than when the block is parsed: it would otherwise wait half a
+            // block's parse on average, every time (15 % of its time, measured). Never the
+            // last block: its end needs the checks of `end_of_input`.
+            let hand_over = match sharing {
+                _ if at.eof => HandOver::Never,
+                Sharing::WhenIdle => HandOver::WhenWaiting(normalizer_waiting),
+                Sharing::All => HandOver::Always,
             };
-            if !at.eof && !reader.in_header && share {
-                batch.unparsed = Some(Unparsed::block(at.number + 1, &batch.text));
-                at.number += count_lines(&batch.text);
-            } else {
-                // The rest of the block goes to the normalizer as soon as it waits, rather
-                // than when this block is parsed: it would otherwise wait half a block's
-                // parse on average, every time (15 % of its time, measured).
-                let hand_over = match sharing {
-                    Sharing::WhenIdle if !at.eof => HandOver::WhenWaiting(normalizer_waiting),
-                    _ => HandOver::Never,
-                };
-                batch.end = parse_block(
-                    &mut batch,
-                    &mut reader,
-                    &mut numbers,
-                    &mut at,
-                    hand_over,
-                    diag,
-                );
-            }
+            batch.end = parse_block(
+                &mut batch,
+                &mut reader,
+                &mut numbers,
+                &mut at,
+                hand_over,
+                diag,
+            );
             if batch.end.is_none() && at.eof {
                 batch.end = Some(end_of_input(&at, &reader, diag));
             }
@@ -707,6 +686,8 @@ enum HandOver<'a> {
     Never,
     /// When the normalizer is waiting for work, as the flag says (cleared when taken).
     WhenWaiting(&'a AtomicBool),
+    /// At once: the reading thread parses the header only.
+    Always,
     /// At the first line of each block that starts this many bytes or more into it, for
     /// tests: the reading thread's and the normalizer's parse meet at any line.
     #[cfg(test)]
@@ -873,6 +854,7 @@ impl TakeLines for IntoBatch<'_> {
     fn hands_over(&mut self, start: usize) -> bool {
         let now = match self.hand_over {
             HandOver::Never => false,
+            HandOver::Always => true,
             // Loaded first: the swap would take the flag's cache line from the normalizer
             // on every call.
             HandOver::WhenWaiting(waiting) => {
@@ -1244,9 +1226,10 @@ fn parse_lines_unsettled<T: TakeLines>(
     let mut start = 0;
     let mut line_ends = LineEnds::new(block);
     let mut plain = reader.reads_plain_lines();
+    // The normalizer's parse starts once the header is behind, prefix (Q18) or not.
+    let mut past_header = !reader.in_header;
     while start < block.len() {
-        // Only once the header is behind: the normalizer's parse starts there.
-        if plain && take.hands_over(start) {
+        if past_header && take.hands_over(start) {
             break;
         }
         if plain && matches!(block[start..], [b'S' | b'E', b'\t' | b' ', ..]) {
@@ -1314,9 +1297,10 @@ fn parse_lines_unsettled<T: TakeLines>(
             return Some(Err(error));
         }
         // Once plain, for good: the header is behind for the rest of the input, and the
-        // prefix never changes. Looked up again only until then.
+        // prefix never changes. Looked up again only until then, with the header.
         if !plain {
             plain = reader.reads_plain_lines();
+            past_header = !reader.in_header;
         }
     }
     None
@@ -1671,7 +1655,7 @@ mod tests {
         Parsed,
         /// As `Parsed`, and the batches are dropped unread.
         ParsedOnly,
-        /// The normalizer's own way, from unparsed blocks.
+        /// The normalizer's own way, every line after the header.
         Unparsed,
         /// The reading thread's way up to the first line this many bytes or more into the
         /// block, the normalizer's own way from there.
@@ -1715,19 +1699,13 @@ mod tests {
             batch.clear();
             batch.text.extend_from_slice(&input[start..end]);
             start = end;
-            if blocks == Blocks::Unparsed && !reader.in_header {
-                // As the normalizer parses the blocks the reading thread leaves it, once the
-                // header is behind.
-                batch.unparsed = Some(Unparsed::block(at.number + 1, &batch.text));
-                at.number += count_lines(&batch.text);
-                own.normalize(&mut normalizer, &mut batch, diag)?;
-                continue;
-            }
             // The lines before the one that stopped the parse are normalized first, as `run`
             // normalizes a batch before its end.
             let hand_over = match blocks {
+                Blocks::Parsed | Blocks::ParsedOnly => HandOver::Never,
+                Blocks::Unparsed => HandOver::Always,
                 Blocks::Split(offset) if end < input.len() => HandOver::From(offset),
-                _ => HandOver::Never,
+                Blocks::Split(_) => HandOver::Never,
             };
             let stop = parse_block(
                 &mut batch,
