@@ -847,7 +847,11 @@ impl TakeLines for IntoBatch<'_> {
         if u32::try_from(block.len()).is_err() || line.checked_add(block.len() as u32).is_none() {
             return Ok(());
         }
-        take_stage_lines(self, block, line_ends, start, number, parser, diag)
+        if parser.plain_first {
+            take_stage_lines::<true>(self, block, line_ends, start, number, parser, diag)
+        } else {
+            take_stage_lines::<false>(self, block, line_ends, start, number, parser, diag)
+        }
     }
 
     #[inline(always)]
@@ -925,8 +929,7 @@ impl StageLineSink for IntoBatch<'_> {
                 return Ok(false);
             }
         }
-        if stage.odd != 0 {
-            parser.report_stage_line(window, len, &stage, number, diag);
+        if parser.report_stage_line(window, len, &stage, number, diag) {
             if let Some(error) = strict_error(diag) {
                 return Err(error);
             }
@@ -974,11 +977,15 @@ trait StageLineSink {
 /// reads, with a short name numbered already) take the shortest way; in a batch, so do the
 /// padded ones `read_stage_line` reads (see `IntoBatch::other`).
 ///
+/// `PLAIN_FIRST` (as [`LineParser::end_block`] decided for the block): whether
+/// `read_plain_stage_line` is tried first. A loop of each kind rather than a flag in the
+/// loop, which the loop had no register left for (7 instructions a line).
+///
 /// Inlined into the general loop by both sinks: called, it set up its state again for each
 /// run of stage lines (80 to 115 instructions, and runs are 3 to 6 lines long), which cost
 /// more than the inlined loop loses to the general loop's registers.
 #[inline(always)]
-fn take_stage_lines(
+fn take_stage_lines<const PLAIN_FIRST: bool>(
     sink: &mut impl StageLineSink,
     block: &[u8],
     line_ends: &mut LineEnds,
@@ -997,7 +1004,11 @@ fn take_stage_lines(
             break Ok(());
         };
         let len = end - at;
-        let plain = read_plain_stage_line(window, len);
+        let plain = if PLAIN_FIRST {
+            read_plain_stage_line(window, len)
+        } else {
+            None
+        };
         // The error the reading stops at, after the line that made it.
         let mut stop = None;
         if let Some(stage) = &plain {
@@ -1015,8 +1026,18 @@ fn take_stage_lines(
             }
         }
         if stop.is_none() {
-            let Some(stage) = plain.or_else(|| read_stage_line(window, len)) else {
-                break Ok(());
+            let stage = match plain {
+                Some(stage) => stage,
+                None => {
+                    let Some(stage) = read_stage_line(window, len) else {
+                        break Ok(());
+                    };
+                    // What the plain reader takes, near enough: no repair, under 16 bytes.
+                    let plain = (stage.odd == 0) & (len < 16);
+                    parser.read_plain += u32::from(plain);
+                    parser.read_other += u32::from(!plain);
+                    stage
+                }
             };
             match sink.other(stage, window, at, len, last + 1, parser, diag) {
                 Ok(true) => {}
@@ -1070,7 +1091,11 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         let block = self.block;
-        take_stage_lines(self, block, line_ends, start, number, parser, diag)
+        if parser.plain_first {
+            take_stage_lines::<true>(self, block, line_ends, start, number, parser, diag)
+        } else {
+            take_stage_lines::<false>(self, block, line_ends, start, number, parser, diag)
+        }
     }
 
     #[inline(always)]
@@ -1112,9 +1137,7 @@ impl<W: Write + Send + 'static> StageLineSink for IntoNormalizer<'_, W> {
     ) -> Result<bool, Error> {
         let block = self.block;
         let name = &block[at + stage.name_start..at + stage.name_end];
-        if stage.odd != 0 {
-            parser.report_stage_line(window, len, &stage, number, diag);
-        }
+        parser.report_stage_line(window, len, &stage, number, diag);
         let normalizer = &mut *self.normalizer;
         let new = || normalizer.number_stages(std::iter::once(name));
         match self.numbers.number(name, block, new) {
@@ -1209,8 +1232,10 @@ fn parse_lines(
     diag: &mut Diagnostics,
     take: &mut impl TakeLines,
 ) -> Option<Result<u64, Error>> {
+    let first = at.number;
     let stop = parse_lines_unsettled(block, reader, at, diag, take);
     reader.parser.settle(diag);
+    reader.parser.end_block(at.number - first);
     stop
 }
 
