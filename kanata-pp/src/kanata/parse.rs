@@ -488,19 +488,18 @@ impl LineParser {
         lineno: u64,
         diag: &mut Diagnostics,
     ) -> bool {
-        self.report_repairs(window, len, stage.odd, lineno, diag)
+        self.report_repairs(&window[..len], stage.odd, lineno, diag)
     }
 
-    /// Reports the repairs `odd` of the command line of `len` bytes at the start of
-    /// `window`, as [`report_stage_line`](Self::report_stage_line) does.
+    /// Reports the repairs `odd` of the command line `line`, as
+    /// [`report_stage_line`](Self::report_stage_line) does.
     ///
     /// Counting takes no branch on which repairs the line needs: padded logs pad some lines
     /// and not others at random, and a branch on it was mispredicted.
     #[inline(always)]
     fn report_repairs(
         &mut self,
-        window: &[u8; 32],
-        len: usize,
+        line: &[u8],
         odd: fast::Odd,
         lineno: u64,
         diag: &mut Diagnostics,
@@ -509,7 +508,7 @@ impl LineParser {
             self.counts[usize::from(odd & 7)] += 1;
             return false;
         }
-        self.report_odd_out_of_line(&window[..len], odd, lineno, diag);
+        self.report_odd_out_of_line(line, odd, lineno, diag);
         true
     }
 
@@ -528,23 +527,28 @@ impl LineParser {
             bit(fast::Q1, &self.q1) | bit(fast::Q19, &self.q19) | bit(fast::Q20, &self.q20);
     }
 
-    /// Reads the `I`, `R` or `W` line of `len` bytes at the start of `window` into `out`
-    /// from the masks of its bytes, as [`parse_into`](Self::parse_into) would read it,
-    /// reports included; `false` (nothing done) for other lines and the rare forms, which
-    /// `parse_into` reads.
+    /// Reads the `I`, `R`, `W`, `C` or `L` line `line` (`window` holding its first 32 bytes
+    /// and what follows them) into `out` from the masks of its bytes, as
+    /// [`parse_into`](Self::parse_into) would read it, reports included; `false` (nothing
+    /// done) for other lines and the rare forms, which `parse_into` reads.
     #[inline(always)]
-    pub(crate) fn parse_number_line_into(
+    pub(crate) fn parse_number_line_into<'a>(
         &mut self,
         window: &[u8; 32],
-        len: usize,
+        line: &'a [u8],
         lineno: u64,
         diag: &mut Diagnostics,
-        out: &mut Line<&[u8]>,
+        out: &mut Line<&'a [u8]>,
     ) -> bool {
-        let Some(odd) = number_line::read(window, len, out) else {
+        let read = match window[0] {
+            b'L' => number_line::read_label(window, line, out),
+            b'C' => number_line::read_cycle(window, line.len(), out),
+            _ => number_line::read(window, line.len(), out),
+        };
+        let Some(odd) = read else {
             return false;
         };
-        self.report_repairs(window, len, odd, lineno, diag);
+        self.report_repairs(line, odd, lineno, diag);
         true
     }
 

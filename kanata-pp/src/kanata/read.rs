@@ -1290,7 +1290,7 @@ fn parse_lines_unsettled<T: TakeLines>(
         let number_line = match window {
             Some(window) if plain => {
                 let parser = &mut reader.parser;
-                parser.parse_number_line_into(window, line.len(), number, diag, &mut parsed)
+                parser.parse_number_line_into(window, line, number, diag, &mut parsed)
             }
             _ => false,
         };

@@ -116,6 +116,124 @@ fn read_spaced(window: &[u8; 32], len: usize, out: &mut Line<&[u8]>) -> Option<O
     Some(Q19 | q1(odd))
 }
 
+/// Reads the `C` line of `len` bytes at the start of `window` into `out`, as [`read`] reads
+/// `I`, `R` and `W`: one number, padded or not, trailing fields or not (Q1), or one word
+/// (Q19). `None` for any other line, the legacy start `C=` among them.
+#[inline(always)]
+pub(crate) fn read_cycle(window: &[u8; 32], len: usize, out: &mut Line<&[u8]>) -> Option<Odd> {
+    let tabbed = match window[1] {
+        b'\t' => true,
+        b' ' => false,
+        _ => return None,
+    };
+    if window[0] != b'C' || len > 32 {
+        return None;
+    }
+    let classes = classify(window, len);
+    if classes.slash != 0 {
+        // Perhaps a trailing comment (Q3).
+        return None;
+    }
+    let line = ((1u64 << len) - 1) as u32;
+    let (field, odd) = if tabbed {
+        // The field up to the next TAB; any after it are ignored (Q1).
+        let ends = u64::from(classes.tab & !0b11) | 1 << len;
+        let end = ends & ends.wrapping_neg();
+        ((end - 0b100) as u32, q1(ends != end))
+    } else {
+        // One word, and no TAB.
+        let words = line & !classes.space & !0b11;
+        let field = word(words)?;
+        if classes.tab != 0 || words != field {
+            return None;
+        }
+        (field, Q19)
+    };
+    let cycles = number(window, classes, field, 18)?;
+    *out = Line::Command(Command::Cycle(cycles.value));
+    let number_odd = if tabbed {
+        cycles.odd()
+    } else {
+        cycles.signed_or_zero
+    };
+    Some(odd | q1(number_odd))
+}
+
+/// Reads the `L` line `line` (`window` holding its first 32 bytes and what follows them)
+/// into `out`, as [`read`] reads `I`, `R` and `W`: the id and the kind numbers, padded or
+/// not, then the text as written, with no TAB (Q9); or fields separated by spaces (Q19),
+/// the text the rest of the line after the one space that follows the kind. `None` for any
+/// other line, an empty text and a kind past 2 among them.
+#[inline(always)]
+pub(crate) fn read_label<'a>(
+    window: &[u8; 32],
+    line: &'a [u8],
+    out: &mut Line<&'a [u8]>,
+) -> Option<Odd> {
+    let tabbed = match window[1] {
+        b'\t' => true,
+        b' ' => false,
+        _ => return None,
+    };
+    if window[0] != b'L' {
+        return None;
+    }
+    let len = line.len().min(32);
+    let classes = classify(window, len);
+    let in_window = ((1u64 << len) - 1) as u32;
+    let (id_field, kind_field, text_start, odd) = if tabbed {
+        let ends = classes.tab & !0b11;
+        let id_end = ends & ends.wrapping_neg();
+        let ends = ends ^ id_end;
+        let kind_end = ends & ends.wrapping_neg();
+        if kind_end == 0 || ends != kind_end {
+            // No text, or a TAB in it (Q9).
+            return None;
+        }
+        let id_field = id_end - 0b100;
+        (
+            id_field,
+            kind_end - (id_end << 1),
+            kind_end.trailing_zeros() as usize + 1,
+            0,
+        )
+    } else {
+        if classes.tab != 0 {
+            return None;
+        }
+        let words = in_window & !classes.space & !0b11;
+        let id_field = word(words)?;
+        let kind_field = word(words & !(id_field | (id_field - 1)))?;
+        // The text starts a byte after the kind's end.
+        let kind_end = 32 - kind_field.leading_zeros() as usize;
+        if kind_end >= len {
+            // No text, or a kind that may go on past the window.
+            return None;
+        }
+        (id_field, kind_field, kind_end + 1, Q19)
+    };
+    let text = line.get(text_start..).filter(|text| !text.is_empty())?;
+    if line.len() > 32 && crate::kanata::scan::contains(&line[32..], b'\t') {
+        return None;
+    }
+    let id = number(window, classes, id_field, 18)?;
+    let kind = number(window, classes, kind_field, 18)?;
+    if kind.value > 2 {
+        return None;
+    }
+    *out = Line::Command(Command::Label {
+        id: id.value,
+        kind: kind.value as u8,
+        text,
+    });
+    let number_odd = if tabbed {
+        id.odd() | kind.odd()
+    } else {
+        id.signed_or_zero | kind.signed_or_zero
+    };
+    Some(odd | q1(number_odd))
+}
+
 /// The `I`, `R` (with a type) or `W` command of three numbers; `None` for a type of `W`
 /// past 32 bits.
 #[inline(always)]
@@ -238,6 +356,97 @@ mod tests {
             spaced_taken > 1_000,
             "{spaced_taken} lines with spaces taken"
         );
+    }
+
+    /// Random `L` and `C` lines, read by [`read_label`] and [`read_cycle`] and by the
+    /// one-pass reader: whatever they take, they read as that reader does, labels longer
+    /// than the window among them.
+    #[test]
+    fn every_label_and_cycle_taken_is_read_as_the_one_pass_reader_reads_it() {
+        let mut rng = crate::output::testing::Rng(0x9e37_79b9_7f4a_7c15);
+        let mut next = |n: usize| rng.below(n as u64) as usize;
+        let pieces: [&[u8]; 14] = [
+            b"\t",
+            b" ",
+            b"  ",
+            b"0",
+            b"1",
+            b"2",
+            b"3",
+            b"42",
+            b"+",
+            b"-",
+            b"/",
+            b"\r",
+            b"x",
+            b"0x8000_1000: addi a0, a0, 8",
+        ];
+        let (mut labels, mut cycles, mut spaced, mut long) = (0, 0, 0, 0);
+        let texts: [&[u8]; 7] = [
+            b"0x80001000: addi a0, a0, 8",
+            b"nop",
+            b" x",
+            b"a/b ",
+            b"x\ty",
+            b"",
+            b"0x80001000: a label that runs well past the window",
+        ];
+        for _ in 0..300_000 {
+            let separator = [b'\t', b'\t', b'\t', b' '][next(4)];
+            let command = [b'L', b'L', b'C'][next(3)];
+            let mut line = vec![command, separator];
+            // A piece now and then anywhere, mostly padding.
+            let piece = |line: &mut Vec<u8>, next: &mut dyn FnMut(usize) -> usize| {
+                if next(3) == 0 {
+                    line.extend_from_slice(pieces[next(14)]);
+                }
+            };
+            piece(&mut line, &mut next);
+            line.extend_from_slice([&b"3"[..], b"15", b"0", b"+7", b"007"][next(5)]);
+            piece(&mut line, &mut next);
+            if command == b'L' || next(2) == 0 {
+                line.push(separator);
+                piece(&mut line, &mut next);
+                line.extend_from_slice([&b"0"[..], b"1", b"2", b"3", b"01", b"+1"][next(6)]);
+                piece(&mut line, &mut next);
+                if next(8) != 0 {
+                    line.push(separator);
+                }
+                line.extend_from_slice(texts[next(7)]);
+            }
+            // The window: the line's first 32 bytes, its line end, then bytes of every
+            // piece, which must not count.
+            let mut window = [b'\n'; 32];
+            let len = line.len().min(32);
+            window[..len].copy_from_slice(&line[..len]);
+            for (at, byte) in window.iter_mut().enumerate().skip(len + 1) {
+                *byte = pieces[(at * 7 + line.len()) % 14][0];
+            }
+            let mut read_out = Line::Blank;
+            let read = match command {
+                b'L' => read_label(&window, &line, &mut read_out),
+                _ => read_cycle(&window, line.len(), &mut read_out),
+            };
+            let Some(odd) = read else {
+                continue;
+            };
+            labels += usize::from(command == b'L');
+            cycles += usize::from(command == b'C');
+            spaced += usize::from(odd & Q19 != 0);
+            long += usize::from(line.len() > 32);
+            let mut expected = Line::Blank;
+            let expected_odd = super::super::fast::parse_into(&line, &mut expected);
+            assert_eq!(
+                (Some(odd), format!("{read_out:?}")),
+                (expected_odd, format!("{expected:?}")),
+                "{:?}",
+                line.escape_ascii().to_string()
+            );
+        }
+        assert!(labels > 10_000, "{labels} labels taken");
+        assert!(cycles > 5_000, "{cycles} cycles taken");
+        assert!(spaced > 2_000, "{spaced} lines with spaces taken");
+        assert!(long > 1_000, "{long} labels longer than the window taken");
     }
 
     #[test]
