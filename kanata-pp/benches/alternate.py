@@ -5,9 +5,12 @@
 
 Runs every command once as a warm-up, then ROUNDS rounds of each command in turn, and prints
 the median and the fastest time of each with their ratios to the last command (the
-baseline). hyperfine runs one command's runs back to back; when the machine's load changes
-during a benchmark, that favours whichever command ran in the quiet part.
+baseline), and the median CPU time (user and system, of the command and its children) with
+its ratio. hyperfine runs one command's runs back to back; when the machine's load changes
+during a benchmark, that favours whichever command ran in the quiet part. The CPU time moves
+less than the wall time when the machine is busy, but counts a spinning thread's wait.
 """
+import os
 import statistics
 import subprocess
 import sys
@@ -16,17 +19,26 @@ import time
 rounds = int(sys.argv[1])
 commands = sys.argv[2:]
 times = [[] for _ in commands]
+cpu_times = [[] for _ in commands]
 for round_ in range(rounds + 1):
     for i, command in enumerate(commands):
         start = time.perf_counter()
-        subprocess.run(command, shell=True, check=True)
+        child = subprocess.Popen(command, shell=True)
+        _, status, usage = os.wait4(child.pid, 0)
+        elapsed = time.perf_counter() - start
+        if os.waitstatus_to_exitcode(status) != 0:
+            sys.exit(f"failed: {command}")
         if round_ > 0:
-            times[i].append(time.perf_counter() - start)
+            times[i].append(elapsed)
+            cpu_times[i].append(usage.ru_utime + usage.ru_stime)
 base_median = statistics.median(times[-1])
 base_min = min(times[-1])
-for command, t in zip(commands, times):
+base_cpu = max(statistics.median(cpu_times[-1]), 1e-9)
+for command, t, cpu in zip(commands, times, cpu_times):
     median = statistics.median(t)
+    cpu_median = statistics.median(cpu)
     print(
         f"{median * 1000:7.1f} ms median {min(t) * 1000:7.1f} min"
-        f"  x{median / base_median:.3f} (min x{min(t) / base_min:.3f})  {command}"
+        f"  x{median / base_median:.3f} (min x{min(t) / base_min:.3f})"
+        f"  cpu {cpu_median * 1000:7.1f} ms x{cpu_median / base_cpu:.3f}  {command}"
     )
