@@ -276,28 +276,55 @@ fn q1(odd: bool) -> Odd {
 mod tests {
     use super::*;
 
+    /// The pieces the random lines are made of.
+    const PIECES: [&[u8]; 14] = [
+        b"\t",
+        b"\t",
+        b" ",
+        b"  ",
+        b"0",
+        b"1",
+        b"9",
+        b"42",
+        b"+",
+        b"-",
+        b"/",
+        b"\r",
+        b"x",
+        b"4294967296",
+    ];
+
+    /// The window a reader is given for `line`: its first 32 bytes, its line end, then
+    /// bytes of every piece, which must not count.
+    fn window_of(line: &[u8]) -> [u8; 32] {
+        let mut window = [b'\n'; 32];
+        let len = line.len().min(32);
+        window[..len].copy_from_slice(&line[..len]);
+        for (at, byte) in window.iter_mut().enumerate().skip(len + 1) {
+            *byte = PIECES[(at * 7 + line.len()) % 14][0];
+        }
+        window
+    }
+
+    /// Asserts that `line`, read as `read_out` with the repairs `odd`, is what the one-pass
+    /// reader makes of it.
+    fn assert_read_as_the_one_pass_reader_reads(line: &[u8], odd: Odd, read_out: &Line<&[u8]>) {
+        let mut expected = Line::Blank;
+        let expected_odd = super::super::fast::parse_into(line, &mut expected);
+        assert_eq!(
+            (Some(odd), format!("{read_out:?}")),
+            (expected_odd, format!("{expected:?}")),
+            "{:?}",
+            line.escape_ascii().to_string()
+        );
+    }
+
     /// Random lines made of the pieces `I`, `R` and `W` lines are made of, read by [`read`]
     /// and by the one-pass reader: whatever `read` takes, it reads as that reader does.
     #[test]
     fn every_line_taken_is_read_as_the_one_pass_reader_reads_it() {
         let mut rng = crate::output::testing::Rng(0x2545_f491_4f6c_dd1d);
         let mut next = |n: usize| rng.below(n as u64) as usize;
-        let pieces: [&[u8]; 14] = [
-            b"\t",
-            b"\t",
-            b" ",
-            b"  ",
-            b"0",
-            b"1",
-            b"9",
-            b"42",
-            b"+",
-            b"-",
-            b"/",
-            b"\r",
-            b"x",
-            b"4294967296",
-        ];
         let (mut taken, mut odd_taken, mut retire_empty, mut spaced_taken) = (0, 0, 0, 0);
         for _ in 0..300_000 {
             // Fields separated by TABs, or by spaces (Q19).
@@ -305,24 +332,18 @@ mod tests {
             let mut line = vec![[b'I', b'R', b'W', b'S'][next(4)], separator];
             for field in 0..3 + next(2) {
                 for _ in 0..next(3) {
-                    line.extend_from_slice(pieces[next(14)]);
+                    line.extend_from_slice(PIECES[next(14)]);
                 }
                 line.extend_from_slice([&b"3"[..], b"15", b"0", b"123456789012"][next(4)]);
                 for _ in 0..next(2) {
-                    line.extend_from_slice(pieces[next(14)]);
+                    line.extend_from_slice(PIECES[next(14)]);
                 }
                 if field < 2 {
                     line.push(separator);
                 }
             }
             line.truncate(line.len() - next(4).min(line.len() - 1));
-            // The line, its line end, then bytes of every piece, which must not count.
-            let mut window = [b'\n'; 32];
-            let len = line.len().min(32);
-            window[..len].copy_from_slice(&line[..len]);
-            for (at, byte) in window.iter_mut().enumerate().skip(len + 1) {
-                *byte = pieces[(at * 7 + line.len()) % 14][0];
-            }
+            let window = window_of(&line);
             let mut read_out = Line::Blank;
             let Some(odd) = read(&window, line.len(), &mut read_out) else {
                 continue;
@@ -337,14 +358,7 @@ mod tests {
                     ..
                 })
             ));
-            let mut expected = Line::Blank;
-            let expected_odd = super::super::fast::parse_into(&line, &mut expected);
-            assert_eq!(
-                (Some(odd), format!("{read_out:?}")),
-                (expected_odd, format!("{expected:?}")),
-                "{:?}",
-                line.escape_ascii().to_string()
-            );
+            assert_read_as_the_one_pass_reader_reads(&line, odd, &read_out);
         }
         assert!(taken > 10_000, "{taken} lines taken");
         assert!(odd_taken > 1_000, "{odd_taken} lines with repairs taken");
@@ -365,22 +379,6 @@ mod tests {
     fn every_label_and_cycle_taken_is_read_as_the_one_pass_reader_reads_it() {
         let mut rng = crate::output::testing::Rng(0x9e37_79b9_7f4a_7c15);
         let mut next = |n: usize| rng.below(n as u64) as usize;
-        let pieces: [&[u8]; 14] = [
-            b"\t",
-            b" ",
-            b"  ",
-            b"0",
-            b"1",
-            b"2",
-            b"3",
-            b"42",
-            b"+",
-            b"-",
-            b"/",
-            b"\r",
-            b"x",
-            b"0x8000_1000: addi a0, a0, 8",
-        ];
         let (mut labels, mut cycles, mut spaced, mut long) = (0, 0, 0, 0);
         let texts: [&[u8]; 7] = [
             b"0x80001000: addi a0, a0, 8",
@@ -398,7 +396,7 @@ mod tests {
             // A piece now and then anywhere, mostly padding.
             let piece = |line: &mut Vec<u8>, next: &mut dyn FnMut(usize) -> usize| {
                 if next(3) == 0 {
-                    line.extend_from_slice(pieces[next(14)]);
+                    line.extend_from_slice(PIECES[next(14)]);
                 }
             };
             piece(&mut line, &mut next);
@@ -414,14 +412,7 @@ mod tests {
                 }
                 line.extend_from_slice(texts[next(7)]);
             }
-            // The window: the line's first 32 bytes, its line end, then bytes of every
-            // piece, which must not count.
-            let mut window = [b'\n'; 32];
-            let len = line.len().min(32);
-            window[..len].copy_from_slice(&line[..len]);
-            for (at, byte) in window.iter_mut().enumerate().skip(len + 1) {
-                *byte = pieces[(at * 7 + line.len()) % 14][0];
-            }
+            let window = window_of(&line);
             let mut read_out = Line::Blank;
             let read = match command {
                 b'L' => read_label(&window, &line, &mut read_out),
@@ -434,14 +425,7 @@ mod tests {
             cycles += usize::from(command == b'C');
             spaced += usize::from(odd & Q19 != 0);
             long += usize::from(line.len() > 32);
-            let mut expected = Line::Blank;
-            let expected_odd = super::super::fast::parse_into(&line, &mut expected);
-            assert_eq!(
-                (Some(odd), format!("{read_out:?}")),
-                (expected_odd, format!("{expected:?}")),
-                "{:?}",
-                line.escape_ascii().to_string()
-            );
+            assert_read_as_the_one_pass_reader_reads(&line, odd, &read_out);
         }
         assert!(labels > 10_000, "{labels} labels taken");
         assert!(cycles > 5_000, "{cycles} cycles taken");

@@ -340,15 +340,7 @@ pub(super) fn classify(window: &[u8; 32], len: usize) -> Classes {
     } else {
         classify_16(high.try_into().expect("16 bytes"))
     };
-    let line = ((1u64 << len) - 1) as u32;
-    let join = |low: u16, high: u16| u32::from(high) << 16 | u32::from(low);
-    // Only the TABs and slashes are limited to the line: fields are found between TABs.
-    Classes {
-        tab: join(low.0, high.0) & line,
-        space: join(low.1, high.1),
-        digit: join(low.2, high.2),
-        slash: join(low.3, high.3) & line,
-    }
+    join_classes(low, high, len)
 }
 
 /// [`classify`] of all 32 bytes, the second 16 looked at even when the line ends in the
@@ -358,6 +350,13 @@ fn classify_all(window: &[u8; 32], len: usize) -> Classes {
     let (low, high) = window.split_at(16);
     let low = classify_16(low.try_into().expect("16 bytes"));
     let high = classify_16(high.try_into().expect("16 bytes"));
+    join_classes(low, high, len)
+}
+
+/// The classes of the two halves of a window as one, the TABs and slashes among the first
+/// `len` bytes only: fields are found between TABs.
+#[inline(always)]
+fn join_classes(low: (u16, u16, u16, u16), high: (u16, u16, u16, u16), len: usize) -> Classes {
     let line = ((1u64 << len) - 1) as u32;
     let join = |low: u16, high: u16| u32::from(high) << 16 | u32::from(low);
     Classes {
