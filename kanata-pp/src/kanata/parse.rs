@@ -1120,6 +1120,56 @@ fn strip_trailing_comment<'a>(line: &'a [u8], lineno: u64, diag: &mut Diagnostic
 mod tests {
     use super::*;
 
+    #[test]
+    fn the_plain_stage_reader_is_tried_first_where_most_stage_lines_are_plain() {
+        let mut parser = LineParser::new();
+        assert!(parser.plain_first, "canonical logs are the common case");
+        // A block of 1,000 lines, 200 of them stage lines the plain reader could not take:
+        // still tried first; 300: not.
+        parser.read_other = 200;
+        parser.end_block(1_000);
+        assert!(parser.plain_first);
+        parser.read_other = 300;
+        parser.end_block(1_000);
+        assert!(!parser.plain_first);
+        assert_eq!((parser.read_plain, parser.read_other), (0, 0));
+        // Then tried again once most stage lines read are plain, and not for a block
+        // without any.
+        (parser.read_plain, parser.read_other) = (40, 60);
+        parser.end_block(1_000);
+        assert!(!parser.plain_first);
+        parser.end_block(1_000);
+        assert!(!parser.plain_first);
+        (parser.read_plain, parser.read_other) = (60, 40);
+        parser.end_block(1_000);
+        assert!(parser.plain_first);
+    }
+
+    #[test]
+    fn repairs_counted_by_their_set_are_handed_over_per_rule() {
+        let mut parser = LineParser::new();
+        let mut diag = Diagnostics::new(1, false);
+        let window = *b"S\t 1\t00\tF                      ";
+        // The first line of each set of repairs gives the examples (one each here); the
+        // others are counted.
+        for odd in [
+            fast::Q1,
+            fast::Q1 | fast::Q20,
+            fast::Q19,
+            fast::Q1,
+            0,
+            fast::Q19,
+        ] {
+            parser.report_repairs(&window[..9], odd, 7, &mut diag);
+        }
+        parser.settle(&mut diag);
+        let count = |rule| diag.rules().get(&rule).map(|report| report.count);
+        assert_eq!(
+            (count(Rule::Q1), count(Rule::Q19), count(Rule::Q20)),
+            (Some(3), Some(2), Some(1))
+        );
+    }
+
     fn parse(line: &str) -> (String, Vec<&'static str>) {
         let mut diag = Diagnostics::new(10, false);
         let mut parser = LineParser::new();
