@@ -358,65 +358,47 @@ pub(crate) struct LineParser {
     /// Label text rebuilt from several fields (Q9).
     scratch: Vec<u8>,
     /// Q1, Q19 and Q20 apply to nearly every line of some logs: once the diagnostics want no
-    /// more examples of one, the one-pass reader's reports of it are counted here, and handed
-    /// over by [`settle`](Self::settle).
-    q1: Tally,
-    q19: Tally,
-    q20: Tally,
-    /// The repairs ([`fast::Odd`] bits) whose reports are only counted now, their examples
-    /// all taken.
+    /// more examples of one, its reports are counted here, and handed over by
+    /// [`settle`](Self::settle). These are those repairs ([`fast::Odd`] bits).
     counted: fast::Odd,
-    /// The lines counted with each set of repairs, by their bits, while those were only
-    /// counted: one increment a line, whichever repairs it needs.
+    /// The reports counted, by the set of repairs ([`fast::Odd`] bits) they were counted
+    /// with: one increment a line, whichever of those repairs it needs.
     counts: [u64; 8],
     /// Whether to try the plain lines' reader first on the `S` and `E` lines of this block
     /// (see [`end_block`](Self::end_block)).
-    pub(crate) plain_first: bool,
+    plain_first: bool,
     /// The `S` and `E` lines of the block so far that the reader of every form read: those
     /// with no repair and under 16 bytes (near enough, the plain reader's), and the others.
-    pub(crate) read_plain: u32,
-    pub(crate) read_other: u32,
-}
-
-/// The reports of one rule counted by the parser itself.
-#[derive(Default)]
-struct Tally {
-    counts_only: bool,
-    uncounted: u64,
-}
-
-impl Tally {
-    /// Reports `rule` at `lineno`, or only counts it once its examples are all taken.
-    #[inline(always)]
-    fn report(
-        &mut self,
-        rule: Rule,
-        lineno: u64,
-        message: impl FnOnce() -> String,
-        diag: &mut Diagnostics,
-    ) {
-        if self.counts_only {
-            self.uncounted += 1;
-        } else {
-            diag.report(rule, lineno, message);
-            self.counts_only = diag.counts_only(rule);
-        }
-    }
+    read_plain: u32,
+    read_other: u32,
 }
 
 impl LineParser {
     pub(crate) fn new() -> LineParser {
         LineParser {
             scratch: Vec::new(),
-            q1: Tally::default(),
-            q19: Tally::default(),
-            q20: Tally::default(),
             counted: 0,
             counts: [0; 8],
             plain_first: true,
             read_plain: 0,
             read_other: 0,
         }
+    }
+
+    /// Whether to try the plain lines' reader first on the `S` and `E` lines of this block.
+    #[inline(always)]
+    pub(crate) fn plain_first(&self) -> bool {
+        self.plain_first
+    }
+
+    /// Counts the `S` or `E` line of `len` bytes read as `stage` by the reader of every
+    /// form, for [`end_block`](Self::end_block).
+    #[inline(always)]
+    pub(crate) fn read_by_every_form(&mut self, stage: &StageLine, len: usize) {
+        // What the plain reader takes, near enough: no repair, under 16 bytes.
+        let plain = (stage.odd == 0) & (len < 16);
+        self.read_plain += u32::from(plain);
+        self.read_other += u32::from(!plain);
     }
 
     /// Decides, at the end of a block of `lines` lines, whether the `S` and `E` lines of the
@@ -440,16 +422,40 @@ impl LineParser {
     /// Hands `diag` the reports counted here; due before `diag`'s counts are read, with the
     /// `diag` the lines were parsed with.
     pub(crate) fn settle(&mut self, diag: &mut Diagnostics) {
-        for (odd, count) in self.counts.iter_mut().enumerate() {
-            let count = std::mem::take(count);
-            let odd = odd as fast::Odd;
-            self.q1.uncounted += count * u64::from(odd & fast::Q1 != 0);
-            self.q19.uncounted += count * u64::from(odd & fast::Q19 != 0);
-            self.q20.uncounted += count * u64::from(odd & fast::Q20 != 0);
+        for (bit, rule) in [
+            (fast::Q1, Rule::Q1),
+            (fast::Q19, Rule::Q19),
+            (fast::Q20, Rule::Q20),
+        ] {
+            let with_bit = self.counts.iter().enumerate();
+            let count = with_bit
+                .filter(|&(odd, _)| odd as fast::Odd & bit != 0)
+                .map(|(_, count)| count)
+                .sum();
+            diag.count(rule, count);
         }
-        diag.count(Rule::Q1, std::mem::take(&mut self.q1.uncounted));
-        diag.count(Rule::Q19, std::mem::take(&mut self.q19.uncounted));
-        diag.count(Rule::Q20, std::mem::take(&mut self.q20.uncounted));
+        self.counts = [0; 8];
+    }
+
+    /// Reports `rule` (the repair `bit`) at `lineno`, or only counts it once its examples
+    /// are all taken.
+    #[inline(always)]
+    fn report_rule(
+        &mut self,
+        bit: fast::Odd,
+        rule: Rule,
+        lineno: u64,
+        message: impl FnOnce() -> String,
+        diag: &mut Diagnostics,
+    ) {
+        if self.counted & bit != 0 {
+            self.counts[usize::from(bit)] += 1;
+        } else {
+            diag.report(rule, lineno, message);
+            if diag.counts_only(rule) {
+                self.counted |= bit;
+            }
+        }
     }
 
     /// The repairs of a command line read in one pass, in the order the field-by-field
@@ -457,13 +463,13 @@ impl LineParser {
     #[inline(always)]
     fn report_odd(&mut self, line: &[u8], odd: fast::Odd, lineno: u64, diag: &mut Diagnostics) {
         if odd & fast::Q19 != 0 {
-            self.q19
-                .report(Rule::Q19, lineno, || Q19_SPACES.to_owned(), diag);
+            let message = || Q19_SPACES.to_owned();
+            self.report_rule(fast::Q19, Rule::Q19, lineno, message, diag);
         }
         if odd & fast::Q20 != 0 {
             // The lane as the field-by-field reader shows it, found again only for the
             // examples.
-            self.q20.report(Rule::Q20, lineno, || odd_lane(line), diag);
+            self.report_rule(fast::Q20, Rule::Q20, lineno, || odd_lane(line), diag);
         }
         if odd & fast::Q1 != 0 {
             let message = if line[0] == b'L' {
@@ -471,8 +477,7 @@ impl LineParser {
             } else {
                 Q1_COMMAND
             };
-            self.q1
-                .report(Rule::Q1, lineno, || message.to_owned(), diag);
+            self.report_rule(fast::Q1, Rule::Q1, lineno, || message.to_owned(), diag);
         }
     }
 
@@ -522,9 +527,6 @@ impl LineParser {
         diag: &mut Diagnostics,
     ) {
         self.report_odd(line, odd, lineno, diag);
-        let bit = |rule: fast::Odd, tally: &Tally| if tally.counts_only { rule } else { 0 };
-        self.counted =
-            bit(fast::Q1, &self.q1) | bit(fast::Q19, &self.q19) | bit(fast::Q20, &self.q20);
     }
 
     /// Reads the `I`, `R`, `W`, `C` or `L` line `line` (`window` holding its first 32 bytes

@@ -847,11 +847,7 @@ impl TakeLines for IntoBatch<'_> {
         if u32::try_from(block.len()).is_err() || line.checked_add(block.len() as u32).is_none() {
             return Ok(());
         }
-        if parser.plain_first {
-            take_stage_lines::<true>(self, block, line_ends, start, number, parser, diag)
-        } else {
-            take_stage_lines::<false>(self, block, line_ends, start, number, parser, diag)
-        }
+        take_stage_lines(self, block, line_ends, start, number, parser, diag)
     }
 
     #[inline(always)]
@@ -977,15 +973,33 @@ trait StageLineSink {
 /// reads, with a short name numbered already) take the shortest way; in a batch, so do the
 /// padded ones `read_stage_line` reads (see `IntoBatch::other`).
 ///
-/// `PLAIN_FIRST` (as [`LineParser::end_block`] decided for the block): whether
-/// `read_plain_stage_line` is tried first. A loop of each kind rather than a flag in the
+/// Whether `read_plain_stage_line` is tried first is as [`LineParser::end_block`] decided
+/// for the block: a loop of each kind ([`take_stage_lines_with`]) rather than a flag in the
 /// loop, which the loop had no register left for (7 instructions a line).
 ///
 /// Inlined into the general loop by both sinks: called, it set up its state again for each
 /// run of stage lines (80 to 115 instructions, and runs are 3 to 6 lines long), which cost
 /// more than the inlined loop loses to the general loop's registers.
 #[inline(always)]
-fn take_stage_lines<const PLAIN_FIRST: bool>(
+fn take_stage_lines(
+    sink: &mut impl StageLineSink,
+    block: &[u8],
+    line_ends: &mut LineEnds,
+    start: &mut usize,
+    number: &mut u64,
+    parser: &mut LineParser,
+    diag: &mut Diagnostics,
+) -> Result<(), Error> {
+    if parser.plain_first() {
+        take_stage_lines_with::<true>(sink, block, line_ends, start, number, parser, diag)
+    } else {
+        take_stage_lines_with::<false>(sink, block, line_ends, start, number, parser, diag)
+    }
+}
+
+/// [`take_stage_lines`], `read_plain_stage_line` tried first or not.
+#[inline(always)]
+fn take_stage_lines_with<const PLAIN_FIRST: bool>(
     sink: &mut impl StageLineSink,
     block: &[u8],
     line_ends: &mut LineEnds,
@@ -1032,10 +1046,7 @@ fn take_stage_lines<const PLAIN_FIRST: bool>(
                     let Some(stage) = read_stage_line(window, len) else {
                         break Ok(());
                     };
-                    // What the plain reader takes, near enough: no repair, under 16 bytes.
-                    let plain = (stage.odd == 0) & (len < 16);
-                    parser.read_plain += u32::from(plain);
-                    parser.read_other += u32::from(!plain);
+                    parser.read_by_every_form(&stage, len);
                     stage
                 }
             };
@@ -1091,11 +1102,7 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         let block = self.block;
-        if parser.plain_first {
-            take_stage_lines::<true>(self, block, line_ends, start, number, parser, diag)
-        } else {
-            take_stage_lines::<false>(self, block, line_ends, start, number, parser, diag)
-        }
+        take_stage_lines(self, block, line_ends, start, number, parser, diag)
     }
 
     #[inline(always)]

@@ -9,7 +9,7 @@
 //! space other than spaces, a longer line) is left to it.
 
 use super::fast::{Odd, Q1, Q19};
-use super::stage_line::{classify, number, word};
+use super::stage_line::{after, classify, number, word};
 use super::{Command, Line, RetireType, SimId};
 
 /// Reads the `I`, `R` or `W` line of `len` bytes at the start of `window` (which goes on
@@ -83,11 +83,12 @@ fn read_spaced(window: &[u8; 32], len: usize, out: &mut Line<&[u8]>) -> Option<O
     }
     let line = ((1u64 << len) - 1) as u32;
     // The bytes of the words, after the command letter and the space that follows it.
+    // A word holds no space: a number's `odd` is its sign or leading zero alone.
     let words = line & !classes.space & !0b11;
     let first_field = word(words)?;
-    let after_first = words & !(first_field | (first_field - 1));
+    let after_first = after(words, first_field);
     let second_field = word(after_first)?;
-    let after_second = after_first & !(second_field | (second_field - 1));
+    let after_second = after(after_first, second_field);
     let first = number(window, classes, first_field, 18)?;
     let second = number(window, classes, second_field, 18)?;
     let Some(third_field) = word(after_second) else {
@@ -99,14 +100,14 @@ fn read_spaced(window: &[u8; 32], len: usize, out: &mut Line<&[u8]>) -> Option<O
             retire_id: second.value,
             kind: RetireType::Empty,
         });
-        return Some(Q19 | q1(first.signed_or_zero | second.signed_or_zero));
+        return Some(Q19 | q1(first.odd() | second.odd()));
     };
-    if after_second & !(third_field | (third_field - 1)) != 0 {
+    if after(after_second, third_field) != 0 {
         // A fourth word.
         return None;
     }
     let third = number(window, classes, third_field, 18)?;
-    let odd = first.signed_or_zero | second.signed_or_zero | third.signed_or_zero;
+    let odd = first.odd() | second.odd() | third.odd();
     *out = Line::Command(numbers_command(
         command,
         first.value,
@@ -121,11 +122,7 @@ fn read_spaced(window: &[u8; 32], len: usize, out: &mut Line<&[u8]>) -> Option<O
 /// (Q19). `None` for any other line, the legacy start `C=` among them.
 #[inline(always)]
 pub(crate) fn read_cycle(window: &[u8; 32], len: usize, out: &mut Line<&[u8]>) -> Option<Odd> {
-    let tabbed = match window[1] {
-        b'\t' => true,
-        b' ' => false,
-        _ => return None,
-    };
+    let tabbed = separated_by_tabs(window)?;
     if window[0] != b'C' || len > 32 {
         return None;
     }
@@ -151,12 +148,7 @@ pub(crate) fn read_cycle(window: &[u8; 32], len: usize, out: &mut Line<&[u8]>) -
     };
     let cycles = number(window, classes, field, 18)?;
     *out = Line::Command(Command::Cycle(cycles.value));
-    let number_odd = if tabbed {
-        cycles.odd()
-    } else {
-        cycles.signed_or_zero
-    };
-    Some(odd | q1(number_odd))
+    Some(odd | q1(cycles.odd()))
 }
 
 /// Reads the `L` line `line` (`window` holding its first 32 bytes and what follows them)
@@ -170,11 +162,7 @@ pub(crate) fn read_label<'a>(
     line: &'a [u8],
     out: &mut Line<&'a [u8]>,
 ) -> Option<Odd> {
-    let tabbed = match window[1] {
-        b'\t' => true,
-        b' ' => false,
-        _ => return None,
-    };
+    let tabbed = separated_by_tabs(window)?;
     if window[0] != b'L' {
         return None;
     }
@@ -203,7 +191,7 @@ pub(crate) fn read_label<'a>(
         }
         let words = in_window & !classes.space & !0b11;
         let id_field = word(words)?;
-        let kind_field = word(words & !(id_field | (id_field - 1)))?;
+        let kind_field = word(after(words, id_field))?;
         // The text starts a byte after the kind's end.
         let kind_end = 32 - kind_field.leading_zeros() as usize;
         if kind_end >= len {
@@ -226,12 +214,7 @@ pub(crate) fn read_label<'a>(
         kind: kind.value as u8,
         text,
     });
-    let number_odd = if tabbed {
-        id.odd() | kind.odd()
-    } else {
-        id.signed_or_zero | kind.signed_or_zero
-    };
-    Some(odd | q1(number_odd))
+    Some(odd | q1(id.odd() | kind.odd()))
 }
 
 /// The `I`, `R` (with a type) or `W` command of three numbers; `None` for a type of `W`
@@ -260,6 +243,18 @@ fn numbers_command(
             kind: u32::try_from(third).ok()?,
         },
     })
+}
+
+/// Whether the fields of the line at the start of `window` are separated by TABs (`true`)
+/// or by spaces (`false`, Q19), as the byte after the command letter tells; `None` for
+/// anything else.
+#[inline(always)]
+fn separated_by_tabs(window: &[u8; 32]) -> Option<bool> {
+    match window[1] {
+        b'\t' => Some(true),
+        b' ' => Some(false),
+        _ => None,
+    }
 }
 
 /// The repairs of a line that is odd or not.

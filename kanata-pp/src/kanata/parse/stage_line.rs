@@ -113,7 +113,7 @@ fn read_spaced(window: &[u8; 32], len: usize, end: bool) -> Option<StageLine> {
     // The bytes of the words, after the command letter and the space that follows it.
     let words = line & !classes.space & !0b11;
     let id_field = word(words)?;
-    let after_id = words & !(id_field | (id_field - 1));
+    let after_id = after(words, id_field);
     let lane_field = word(after_id)?;
     let id = number(window, classes, id_field, 18)?;
     let lane = number(window, classes, lane_field, 9)?;
@@ -146,6 +146,12 @@ pub(super) fn word(words: u32) -> Option<u32> {
     let start = words & words.wrapping_neg();
     // Adding the lowest bit carries through the word and stops at the space after it.
     Some(words & !words.wrapping_add(start))
+}
+
+/// The bits of `words` after `word`, one of its words.
+#[inline(always)]
+pub(super) fn after(words: u32, word: u32) -> u32 {
+    words & !(word | (word - 1))
 }
 
 /// Where the name whose bytes other than spaces are the bits of `name` starts and ends;
@@ -332,33 +338,32 @@ fn digits_value(window: &[u8; 32], start: usize, count: u32, max_digits: u32) ->
 /// most 32) only.
 #[inline(always)]
 pub(super) fn classify(window: &[u8; 32], len: usize) -> Classes {
-    let (low, high) = window.split_at(16);
-    let low = classify_16(low.try_into().expect("16 bytes"));
     // Most canonical lines end in their first 16 bytes.
-    let high = if len < 16 {
-        (0, 0, 0, 0)
-    } else {
-        classify_16(high.try_into().expect("16 bytes"))
-    };
-    join_classes(low, high, len)
+    classify_halves::<false>(window, len)
 }
 
 /// [`classify`] of all 32 bytes, the second 16 looked at even when the line ends in the
 /// first.
 #[inline(always)]
 fn classify_all(window: &[u8; 32], len: usize) -> Classes {
-    let (low, high) = window.split_at(16);
-    let low = classify_16(low.try_into().expect("16 bytes"));
-    let high = classify_16(high.try_into().expect("16 bytes"));
-    join_classes(low, high, len)
+    classify_halves::<true>(window, len)
 }
 
-/// The classes of the two halves of a window as one, the TABs and slashes among the first
-/// `len` bytes only: fields are found between TABs.
+/// [`classify`], the second 16 bytes looked at when the line goes on into them or `ALL`.
+/// One function for both, generic rather than the two halves' classes passed to a common
+/// join: that took 0.7 % more instructions on make_padded's log.
 #[inline(always)]
-fn join_classes(low: (u16, u16, u16, u16), high: (u16, u16, u16, u16), len: usize) -> Classes {
+fn classify_halves<const ALL: bool>(window: &[u8; 32], len: usize) -> Classes {
+    let (low, high) = window.split_at(16);
+    let low = classify_16(low.try_into().expect("16 bytes"));
+    let high = if ALL || len >= 16 {
+        classify_16(high.try_into().expect("16 bytes"))
+    } else {
+        (0, 0, 0, 0)
+    };
     let line = ((1u64 << len) - 1) as u32;
     let join = |low: u16, high: u16| u32::from(high) << 16 | u32::from(low);
+    // Only the TABs and slashes are limited to the line: fields are found between TABs.
     Classes {
         tab: join(low.0, high.0) & line,
         space: join(low.1, high.1),
