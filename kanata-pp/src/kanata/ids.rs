@@ -13,9 +13,11 @@
 //! found by binary search; one that is named again moves back.
 //!
 //! Every `S`, `E`, `L` and `R` line names a live instruction, most of them one declared a
-//! few hundred lines before: a small ring indexed by the id's low bits remembers the live
-//! instructions declared last, and finds most of them with one load and one compare before
-//! the map is hashed.
+//! few hundred lines before, and every `I` and `R` declares or ends one: live instructions
+//! sit in a ring indexed by the id's low bits, found with one load and one compare, declared
+//! and ended with one store; only one whose slot is taken by another live instruction goes
+//! to the map (a hash map insert and remove per instruction cost make_padded's log 2 % of
+//! its instructions).
 
 use std::collections::HashMap;
 use std::collections::VecDeque;
@@ -29,12 +31,12 @@ pub(crate) const PRODUCER_HORIZON: u64 = 1 << 20;
 /// How many live instructions the map holds before the oldest move to [`Ids::old`].
 pub(crate) const LIVE_SPAN: usize = 1 << 16;
 
-/// Slots of [`Ids::recent_live`] (a power of two): more than the instructions a pipeline
-/// holds in flight, so that with increasing ids the live ones rarely share a slot.
+/// Slots of [`Ids::ring`] (a power of two): more than the instructions a pipeline holds in
+/// flight, so that with increasing ids the live ones rarely share a slot.
 const RING: usize = 1 << 12;
 
-/// A free slot of [`Ids::recent_live`]: no live instruction has this output id.
-const FREE: (i64, InsnId) = (0, InsnId::from_raw(u64::MAX));
+/// The output id of a free slot of [`Ids::ring`]: no instruction has it.
+const FREE: InsnId = InsnId::from_raw(u64::MAX);
 
 /// A multiplicative hash for integer keys: file ids are mostly sequential, and SipHash's
 /// resistance to chosen keys buys nothing here.
@@ -94,11 +96,13 @@ pub(crate) enum Resolved {
 /// up (whose every update would miss the cache). The first id that breaks the order switches
 /// to such a map, built once from the ids kept.
 pub(crate) struct Ids<L> {
+    /// Live instructions by the low bits of their input id, each in the slot that was free
+    /// when it was declared (the output id [`FREE`] otherwise); most live instructions.
+    ring: Box<[(i64, (InsnId, L))]>,
+    /// How many slots of `ring` are taken.
+    in_ring: usize,
+    /// The other live instructions: those declared while their slot was taken.
     live: IdMap<i64, (InsnId, L)>,
-    /// Live instructions by the low bits of their input id: the one declared last of those
-    /// that share a slot, while it is live ([`FREE`] otherwise). A cache of what `live` and
-    /// `old` hold, never the only place an instruction is.
-    recent_live: Box<[(i64, InsnId)]>,
     /// Finished instructions by input id, the most recent instance of each; only once ids are
     /// no longer increasing.
     finished: Option<IdMap<i64, InsnId>>,
@@ -122,8 +126,11 @@ const DEAD: InsnId = InsnId::from_raw(u64::MAX);
 impl<L: Default + PartialEq> Ids<L> {
     pub(crate) fn new() -> Ids<L> {
         Ids {
+            ring: std::iter::repeat_with(|| (0, (FREE, L::default())))
+                .take(RING)
+                .collect(),
+            in_ring: 0,
             live: IdMap::default(),
-            recent_live: vec![FREE; RING].into_boxed_slice(),
             finished: None,
             recent: VecDeque::new(),
             recent_base: 0,
@@ -137,10 +144,36 @@ impl<L: Default + PartialEq> Ids<L> {
     /// The live instruction with input id `id`, and what the caller keeps for it.
     #[inline]
     pub(crate) fn live(&mut self, id: i64) -> Option<&mut (InsnId, L)> {
+        let slot = Self::ring_slot(id);
+        if self.ring[slot].0 == id && self.ring[slot].1 .0 != FREE {
+            return Some(&mut self.ring[slot].1);
+        }
         if !self.live.contains_key(&id) && !self.promote(id) {
             return None;
         }
         self.live.get_mut(&id)
+    }
+
+    /// Whether the ring or the map holds `id`.
+    fn in_ring_or_map(&self, id: i64) -> bool {
+        let (held, (insn, _)) = &self.ring[Self::ring_slot(id)];
+        (*held == id && *insn != FREE) || self.live.contains_key(&id)
+    }
+
+    /// How many instructions the ring and the map hold.
+    fn live_len(&self) -> usize {
+        self.in_ring + self.live.len()
+    }
+
+    /// Takes the live instruction `id` out of the ring or the map.
+    #[inline]
+    fn take_live(&mut self, id: i64) -> Option<(InsnId, L)> {
+        let slot = &mut self.ring[Self::ring_slot(id)];
+        if slot.0 == id && slot.1 .0 != FREE {
+            self.in_ring -= 1;
+            return Some(std::mem::replace(&mut slot.1, (FREE, L::default())));
+        }
+        self.live.remove(&id)
     }
 
     /// Where `id` is in [`Ids::old`], if it is there and live.
@@ -181,7 +214,7 @@ impl<L: Default + PartialEq> Ids<L> {
     #[cold]
     fn demote(&mut self) {
         self.demote_next = self.demote_next.max(self.recent_base);
-        while self.live.len() > LIVE_SPAN {
+        while self.live_len() > LIVE_SPAN {
             let Some(&id) = self
                 .recent
                 .get((self.demote_next - self.recent_base) as usize)
@@ -189,7 +222,7 @@ impl<L: Default + PartialEq> Ids<L> {
                 break;
             };
             self.demote_next += 1;
-            if let Some((insn, keep)) = self.live.remove(&id) {
+            if let Some((insn, keep)) = self.take_live(id) {
                 if self.old.len() == self.old.capacity() {
                     // Grow by half, not double: this vector is what long traces leave.
                     self.old.reserve_exact((self.old.len() / 2).max(1024));
@@ -202,7 +235,7 @@ impl<L: Default + PartialEq> Ids<L> {
         }
     }
 
-    /// The slot of [`Ids::recent_live`] for `id`.
+    /// The slot of [`Ids::ring`] for `id`.
     #[inline(always)]
     fn ring_slot(id: i64) -> usize {
         id as usize % RING
@@ -211,9 +244,9 @@ impl<L: Default + PartialEq> Ids<L> {
     /// What `id` names now.
     #[inline(always)]
     pub(crate) fn resolve(&self, id: i64) -> Resolved {
-        let (recent, insn) = self.recent_live[Self::ring_slot(id)];
-        if recent == id && insn != FREE.1 {
-            return Resolved::Live(insn);
+        let (held, (insn, _)) = &self.ring[Self::ring_slot(id)];
+        if *held == id && *insn != FREE {
+            return Resolved::Live(*insn);
         }
         self.resolve_in_maps(id)
     }
@@ -247,7 +280,8 @@ impl<L: Default + PartialEq> Ids<L> {
         }
     }
 
-    /// Input id `id` now names the new live instruction `insn` (the next output id).
+    /// Input id `id`, which names no live instruction, now names the new live instruction
+    /// `insn` (the next output id).
     pub(crate) fn begin(&mut self, id: i64, insn: InsnId, keep: L) {
         if self.finished.is_none() && self.recent.back().is_some_and(|&last| id <= last) {
             self.switch_to_map();
@@ -255,9 +289,14 @@ impl<L: Default + PartialEq> Ids<L> {
         if let Some(finished) = &mut self.finished {
             finished.remove(&id);
         }
-        self.live.insert(id, (insn, keep));
-        self.recent_live[Self::ring_slot(id)] = (id, insn);
-        if self.live.len() > LIVE_SPAN && self.finished.is_none() {
+        let slot = &mut self.ring[Self::ring_slot(id)];
+        if slot.1 .0 == FREE {
+            *slot = (id, (insn, keep));
+            self.in_ring += 1;
+        } else {
+            self.live.insert(id, (insn, keep));
+        }
+        if self.live_len() > LIVE_SPAN && self.finished.is_none() {
             self.demote();
         }
         if self.recent.is_empty() {
@@ -282,7 +321,7 @@ impl<L: Default + PartialEq> Ids<L> {
     fn switch_to_map(&mut self) {
         let mut finished = IdMap::default();
         for (at, &id) in self.recent.iter().enumerate() {
-            if !self.live.contains_key(&id) {
+            if !self.in_ring_or_map(id) {
                 finished.insert(id, InsnId::from_raw(self.recent_base + at as u64));
             }
         }
@@ -291,14 +330,10 @@ impl<L: Default + PartialEq> Ids<L> {
 
     /// The live instruction `id` ended.
     pub(crate) fn end(&mut self, id: i64) -> Option<(InsnId, L)> {
-        let (insn, keep) = match self.live.remove(&id) {
+        let (insn, keep) = match self.take_live(id) {
             Some(entry) => entry,
             None => self.take_old(id)?,
         };
-        let slot = &mut self.recent_live[Self::ring_slot(id)];
-        if slot.0 == id {
-            *slot = FREE;
-        }
         if let Some(finished) = &mut self.finished {
             if out_id(insn) >= self.recent_base {
                 finished.insert(id, insn);
@@ -310,9 +345,11 @@ impl<L: Default + PartialEq> Ids<L> {
     /// The live instructions, oldest first.
     pub(crate) fn live_in_order(&self) -> Vec<(i64, InsnId)> {
         let mut live: Vec<(i64, InsnId)> = self
-            .live
+            .ring
             .iter()
-            .map(|(&id, &(insn, _))| (id, insn))
+            .filter(|&&(_, (insn, _))| insn != FREE)
+            .map(|&(id, (insn, _))| (id, insn))
+            .chain(self.live.iter().map(|(&id, &(insn, _))| (id, insn)))
             .chain(self.old.iter().copied().filter(|&(_, insn)| insn != DEAD))
             .collect();
         live.sort_by_key(|&(_, insn)| insn);
@@ -364,23 +401,28 @@ mod tests {
         let (a, b, c) = (5, 5 + ring, 5 - ring);
         ids.begin(a, insn(0), ());
         ids.begin(b, insn(1), ());
-        assert_eq!(
-            ids.resolve(a),
-            Resolved::Live(insn(0)),
-            "pushed out of the ring"
-        );
-        assert_eq!(ids.resolve(b), Resolved::Live(insn(1)));
-        // Ending the one the ring does not hold leaves the ring alone.
+        assert_eq!(ids.resolve(a), Resolved::Live(insn(0)), "in the ring");
+        assert_eq!(ids.resolve(b), Resolved::Live(insn(1)), "in the map");
+        assert_eq!(ids.live.len(), 1);
+        // Ending the one the ring holds frees its slot, and the map still holds the other.
         ids.end(a);
         assert_eq!(ids.resolve(a), Resolved::Finished(insn(0)));
         assert_eq!(ids.resolve(b), Resolved::Live(insn(1)));
+        assert_eq!(ids.live(b).map(|e| e.0), Some(insn(1)));
+        // A third id of the slot takes the free slot; ending each leaves the other.
+        let d = 5 + 2 * ring;
+        ids.begin(d, insn(4), ());
+        assert_eq!(ids.in_ring, 1);
         ids.end(b);
         assert_eq!(ids.resolve(b), Resolved::Finished(insn(1)));
+        assert_eq!(ids.resolve(d), Resolved::Live(insn(4)));
+        assert_eq!(ids.end(d), Some((insn(4), ())));
+        assert_eq!(ids.live_len(), 0);
         // A negative id, and an id of 0 in a free slot.
         ids.begin(c, insn(2), ());
         assert_eq!(ids.resolve(c), Resolved::Live(insn(2)));
         assert_eq!(ids.resolve(0), Resolved::Unknown);
-        // The same id declared again while live: the new instruction.
+        // The same id declared again once ended: the new instruction.
         ids.end(c);
         ids.begin(c, insn(3), ());
         assert_eq!(ids.resolve(c), Resolved::Live(insn(3)));
@@ -394,7 +436,7 @@ mod tests {
             // Every hundredth keeps something (as --dedupe does).
             ids.begin(id * 2, insn(id as u64), u8::from(id % 100 == 0));
         }
-        assert_eq!(ids.live.len(), LIVE_SPAN);
+        assert_eq!(ids.live_len(), LIVE_SPAN);
         assert_eq!(ids.old.len(), n as usize - LIVE_SPAN);
         assert_eq!(ids.resolve(2 * 7), Resolved::Live(insn(7)));
         assert_eq!(ids.resolve(2 * 7 + 1), Resolved::Unknown);
