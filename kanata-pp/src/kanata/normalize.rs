@@ -282,6 +282,20 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         }
     }
 
+    /// Takes a command line that is neither `S`, `E` nor `L`, as [`Self::parsed`] takes it.
+    #[inline(always)]
+    pub(crate) fn command_line(
+        &mut self,
+        command: &Command<&[u8]>,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if self.pending.active {
+            self.flush_label(diag)?;
+        }
+        self.command(command, lineno, diag)
+    }
+
     fn writer(&mut self) -> &mut Writer<W> {
         self.writer
             .as_mut()

@@ -24,7 +24,8 @@ use crate::input::progress::Progress;
 use crate::input::ReadBuffer;
 use crate::kanata::normalize::{KanataNormalizer, NumberedStages};
 use crate::kanata::parse::{
-    read_plain_stage_line, read_stage_line, starts_a_command, Command, Line, LineParser, StageLine,
+    read_plain_stage_line, read_stage_line, starts_a_command, Command, Line, LineParser,
+    RetireType, SimId, StageLine,
 };
 use crate::kanata::scan::LineEnds;
 use crate::kanata::stage_names::StageNames;
@@ -159,17 +160,119 @@ struct Item {
     parsed: Line<Span>,
 }
 
-/// An `S` or `E` line of a batch, most lines of a log, in a third of an [`Item`]'s bytes:
-/// its stage name a number the reading thread gives each name ([`StageNumbers`]), so that
-/// the normalizer finds the stage by indexing, not by hashing the name.
+/// A line of a batch in a third of an [`Item`]'s bytes: an `S` or `E` line, most lines of a
+/// log, its stage name a number the reading thread gives each name ([`StageNumbers`]), so
+/// that the normalizer finds the stage by indexing, not by hashing the name; or a `C`. An
+/// `I`, `R` or `W` line takes two ops, the second holding its second number in `value`.
+/// As ops rather than items, these lines cross in a third of the bytes (two thirds for
+/// `I`, `R`, `W`), and the normalizer takes them in one loop over the ops, without going
+/// through the general [`KanataNormalizer::parsed`].
 #[derive(Clone, Copy, Debug)]
-struct StageOp {
-    id: i64,
+struct Op {
+    /// `S`, `E`, `I`, `R`: the instruction's id; `W`: the consumer's; `C`: the cycles. In the
+    /// second op of an `I`, `R` or `W`: the sim id, the retire id, the producer's id.
+    value: i64,
     /// The line's number, from the batch's first line (0).
     line: u32,
-    lane: u16,
+    /// `S`, `E`: the lane; `I`: the thread; `R`: the type, if it has one; `W`: the type.
+    small: u16,
+    /// `S`, `E`: the stage name's number; `R`: whether it has a type.
     name: u8,
-    end: bool,
+    kind: OpKind,
+}
+
+/// What line an [`Op`] is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[repr(u8)]
+enum OpKind {
+    Stage,
+    End,
+    Cycle,
+    Insn,
+    Retire,
+    Dep,
+}
+
+impl Op {
+    /// The ops of the command of line `line` (from the batch's first), if its numbers fit
+    /// them: one for `C`, two for `I`, `R`, `W`; `None` for any other.
+    #[inline(always)]
+    fn of_command<T>(command: &Command<T>, line: u32) -> Option<(Op, Op)> {
+        let op = |kind, value, small, name| Op {
+            value,
+            line,
+            small,
+            name,
+            kind,
+        };
+        let second = |value| op(OpKind::Cycle, value, 0, 0);
+        Some(match *command {
+            Command::Cycle(cycles) => (op(OpKind::Cycle, cycles, 0, 0), second(0)),
+            Command::Insn { id, sim_id, thread } => {
+                let thread = u16::try_from(thread).ok()?;
+                let sim_id = i64::try_from(sim_id.get()).ok()?;
+                (op(OpKind::Insn, id, thread, 0), second(sim_id))
+            }
+            Command::Retire {
+                id,
+                retire_id,
+                kind,
+            } => {
+                let (small, typed) = match kind {
+                    RetireType::Empty => (0, 0),
+                    RetireType::Value(kind) => (u16::try_from(kind).ok()?, 1),
+                    RetireType::Invalid => return None,
+                };
+                (op(OpKind::Retire, id, small, typed), second(retire_id))
+            }
+            Command::Dep {
+                consumer,
+                producer,
+                kind,
+            } => {
+                let kind = u16::try_from(kind).ok()?;
+                (op(OpKind::Dep, consumer, kind, 0), second(producer))
+            }
+            _ => return None,
+        })
+    }
+
+    /// How many ops the line of this op takes.
+    #[inline(always)]
+    fn width(self) -> usize {
+        if self.kind >= OpKind::Insn {
+            2
+        } else {
+            1
+        }
+    }
+
+    /// The command of an `I`, `R`, `W` or `C` op, `second` the op after it.
+    #[inline(always)]
+    fn command(self, second: Op) -> Command<&'static [u8]> {
+        match self.kind {
+            OpKind::Insn => Command::Insn {
+                id: self.value,
+                sim_id: SimId::from(i128::from(second.value)),
+                thread: i64::from(self.small),
+            },
+            OpKind::Retire => Command::Retire {
+                id: self.value,
+                retire_id: second.value,
+                kind: if self.name == 0 {
+                    RetireType::Empty
+                } else {
+                    RetireType::Value(i64::from(self.small))
+                },
+            },
+            OpKind::Dep => Command::Dep {
+                consumer: self.value,
+                producer: second.value,
+                kind: u32::from(self.small),
+            },
+            OpKind::Cycle | OpKind::Stage | OpKind::End => Command::Cycle(self.value),
+        }
+    }
 }
 
 /// Slots of [`StageNumbers::short`] (a power of two).
@@ -281,8 +384,9 @@ struct Batch {
     /// The rebuilt label text, while the block is parsed.
     rebuilt: Vec<u8>,
     items: Vec<Item>,
-    /// The `S` and `E` lines among the items, in order (see [`normalize_batch`]).
-    stage_ops: Vec<StageOp>,
+    /// The lines that are not among the items, in order (see [`normalize_batch`]): most
+    /// lines, the `S`, `E`, `I`, `R`, `W` and `C`.
+    ops: Vec<Op>,
     /// The text of the stage names numbered in this batch, in the order of their numbers.
     new_names: Vec<Span>,
     /// The number of the block's first line.
@@ -302,7 +406,7 @@ impl Batch {
         self.text.clear();
         self.rebuilt.clear();
         self.items.clear();
-        self.stage_ops.clear();
+        self.ops.clear();
         self.new_names.clear();
         self.unparsed = None;
         self.end = None;
@@ -711,7 +815,7 @@ fn parse_block(
         first: batch.first_line,
         rebuilt: &mut batch.rebuilt,
         items: &mut batch.items,
-        stage_ops: &mut batch.stage_ops,
+        ops: &mut batch.ops,
         new_names: &mut batch.new_names,
         numbers,
         hand_over,
@@ -769,7 +873,7 @@ struct IntoBatch<'b> {
     first: u64,
     rebuilt: &'b mut Vec<u8>,
     items: &'b mut Vec<Item>,
-    stage_ops: &'b mut Vec<StageOp>,
+    ops: &'b mut Vec<Op>,
     new_names: &'b mut Vec<Span>,
     numbers: &'b mut StageNumbers,
     hand_over: HandOver<'b>,
@@ -778,8 +882,8 @@ struct IntoBatch<'b> {
 }
 
 impl IntoBatch<'_> {
-    /// The `S` or `E` line `number` as a [`StageOp`]; `false` (nothing done) when it does
-    /// not fit one.
+    /// The `S` or `E` line `number` as an [`Op`]; `false` (nothing done) when it does not
+    /// fit one.
     #[inline(always)]
     fn stage_op(&mut self, number: u64, end: bool, id: i64, lane: u32, name: &[u8]) -> bool {
         let (Ok(line), Ok(lane)) = (u32::try_from(number - self.first), u16::try_from(lane)) else {
@@ -790,12 +894,12 @@ impl IntoBatch<'_> {
         let Some(name) = self.numbers.number(name, block, new) else {
             return false;
         };
-        self.stage_ops.push(StageOp {
-            id,
+        self.ops.push(Op {
+            value: id,
             line,
-            lane,
+            small: lane,
             name,
-            end,
+            kind: if end { OpKind::End } else { OpKind::Stage },
         });
         true
     }
@@ -810,16 +914,28 @@ impl TakeLines for IntoBatch<'_> {
         _next: usize,
         _diag: &mut Diagnostics,
     ) -> Result<(), Error> {
-        if let Line::Command(Command::Stage {
-            end,
-            id,
-            lane,
-            name,
-        }) = *parsed
-        {
-            if self.stage_op(number, end, id, lane, name) {
-                return Ok(());
+        match parsed {
+            &Line::Command(Command::Stage {
+                end,
+                id,
+                lane,
+                name,
+            }) => {
+                if self.stage_op(number, end, id, lane, name) {
+                    return Ok(());
+                }
             }
+            Line::Command(command) => {
+                let line = u32::try_from(number - self.first).ok();
+                if let Some((op, second)) = line.and_then(|line| Op::of_command(command, line)) {
+                    self.ops.push(op);
+                    if op.width() == 2 {
+                        self.ops.push(second);
+                    }
+                    return Ok(());
+                }
+            }
+            _ => {}
         }
         let (block, rebuilt) = (self.block, &mut *self.rebuilt);
         self.items.push(Item {
@@ -888,13 +1004,17 @@ impl StageLineSink for IntoBatch<'_> {
         let Ok(lane) = u16::try_from(stage.lane) else {
             return Ok(false);
         };
-        self.stage_ops.push(StageOp {
-            id: stage.id,
+        self.ops.push(Op {
+            value: stage.id,
             // Fits: `IntoBatch::take_stage_lines` checked it for the whole block.
             line: (number - self.first) as u32,
-            lane,
+            small: lane,
             name,
-            end: stage.end,
+            kind: if stage.end {
+                OpKind::End
+            } else {
+                OpKind::Stage
+            },
         });
         Ok(true)
     }
@@ -1167,7 +1287,7 @@ impl<W: Write + Send + 'static> StageLineSink for IntoNormalizer<'_, W> {
 }
 
 /// Hands the lines of a parsed batch to the normalizer in their order: the items, and
-/// before each the stage lines that came before it.
+/// before each the ops that came before it.
 #[inline(always)]
 fn normalize_batch<W: Write + Send + 'static>(
     normalizer: &mut KanataNormalizer<W>,
@@ -1177,12 +1297,13 @@ fn normalize_batch<W: Write + Send + 'static>(
     let text: &[u8] = &batch.text;
     normalizer.number_stages(batch.new_names.iter().map(|name| name.of(text)));
     let items = &batch.items;
-    let ops = &batch.stage_ops;
+    let ops = &batch.ops;
     let mut next_op = 0;
     for (at, item) in items.iter().enumerate() {
-        next_op = normalize_stage_ops(normalizer, batch, next_op, item.number, diag)?;
+        next_op = normalize_ops(normalizer, batch, next_op, item.number, diag)?;
         let label_ends = || {
-            // The next line is a stage line, or an item that is no label's continuation.
+            // The next line is an op (a command), or an item that is no label's
+            // continuation.
             let next_item = items.get(at + 1);
             let next_is_stage = ops.get(next_op).is_some_and(|op| {
                 next_item.is_none_or(|next| batch.first_line + u64::from(op.line) < next.number)
@@ -1195,14 +1316,14 @@ fn normalize_batch<W: Write + Send + 'static>(
             return Err(error);
         }
     }
-    normalize_stage_ops(normalizer, batch, next_op, u64::MAX, diag)?;
+    normalize_ops(normalizer, batch, next_op, u64::MAX, diag)?;
     Ok(())
 }
 
-/// Hands the normalizer the stage lines of `batch` from `next` on that come before line
-/// `until`; returns where they end.
+/// Hands the normalizer the ops of `batch` from `next` on that come before line `until`;
+/// returns where they end.
 #[inline(always)]
-fn normalize_stage_ops<W: Write + Send + 'static>(
+fn normalize_ops<W: Write + Send + 'static>(
     normalizer: &mut KanataNormalizer<W>,
     batch: &Batch,
     mut next: usize,
@@ -1211,15 +1332,26 @@ fn normalize_stage_ops<W: Write + Send + 'static>(
 ) -> Result<usize, Error> {
     let until = until.saturating_sub(batch.first_line);
     let mut straight = normalizer.stages_go_straight();
-    while let Some(op) = batch.stage_ops.get(next) {
+    while let Some(&op) = batch.ops.get(next) {
         if u64::from(op.line) >= until {
             break;
         }
-        let lane = u32::from(op.lane);
-        // The straight way reports nothing, so there is no --strict error to look for.
-        if !(straight && normalizer.numbered_stage_straight(op.end, op.id, lane, op.name)?) {
+        if op.kind > OpKind::End {
+            let second = batch.ops.get(next + 1).copied().unwrap_or(op);
             let number = batch.first_line + u64::from(op.line);
-            normalizer.numbered_stage(op.end, op.id, lane, op.name, number, diag)?;
+            normalizer.command_line(&op.command(second), number, diag)?;
+            if let Some(error) = strict_error(diag) {
+                return Err(error);
+            }
+            straight = normalizer.stages_go_straight();
+            next += op.width();
+            continue;
+        }
+        let (end, lane) = (op.kind == OpKind::End, u32::from(op.small));
+        // The straight way reports nothing, so there is no --strict error to look for.
+        if !(straight && normalizer.numbered_stage_straight(end, op.value, lane, op.name)?) {
+            let number = batch.first_line + u64::from(op.line);
+            normalizer.numbered_stage(end, op.value, lane, op.name, number, diag)?;
             if let Some(error) = strict_error(diag) {
                 return Err(error);
             }
@@ -1538,7 +1670,7 @@ mod tests {
         assert!(std::mem::size_of::<Item>() <= 48);
         assert_eq!(std::mem::size_of::<Span>(), 8);
         // Most lines, `S` and `E`, in a quarter of a cache line.
-        assert_eq!(std::mem::size_of::<StageOp>(), 16);
+        assert_eq!(std::mem::size_of::<Op>(), 16);
     }
 
     #[test]
