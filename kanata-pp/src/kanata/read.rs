@@ -920,11 +920,8 @@ impl TakeLines for IntoBatch<'_> {
                 id,
                 lane,
                 name,
-            }) => {
-                if self.stage_op(number, end, id, lane, name) {
-                    return Ok(());
-                }
-            }
+            }) if self.stage_op(number, end, id, lane, name) => return Ok(()),
+            // A stage line that fits no op, too.
             Line::Command(command) => {
                 let line = u32::try_from(number - self.first).ok();
                 if let Some((op, second)) = line.and_then(|line| Op::of_command(command, line)) {
