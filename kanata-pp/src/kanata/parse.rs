@@ -17,6 +17,8 @@ mod fast;
 mod number_line;
 mod stage_line;
 
+pub(crate) use number_line::Numbers;
+
 pub(crate) use stage_line::{
     read as read_stage_line, read_plain as read_plain_stage_line, StageLine,
 };
@@ -235,6 +237,16 @@ pub(crate) enum RetireType {
     Value(i64),
     /// Something that is not a number.
     Invalid,
+}
+
+/// What [`LineParser::parse_number_line_into`] read.
+pub(crate) enum FromMasks {
+    /// An `I`, `R`, `W` or `C` line.
+    Numbers(Numbers),
+    /// An `L` line, written where it was asked to be.
+    Label,
+    /// Another line, or a rarer form: not read.
+    No,
 }
 
 /// Where the fields of a line are, and whether they were separated by TABs.
@@ -536,9 +548,10 @@ impl LineParser {
     }
 
     /// Reads the `I`, `R`, `W`, `C` or `L` line `line` (`window` holding its first 32 bytes
-    /// and what follows them) into `out` from the masks of its bytes, as
-    /// [`parse_into`](Self::parse_into) would read it, reports included; `false` (nothing
-    /// done) for other lines and the rare forms, which `parse_into` reads.
+    /// and what follows them) from the masks of its bytes, as
+    /// [`parse_into`](Self::parse_into) would read it, reports included: the numbers of an
+    /// `I`, `R`, `W` or `C`; an `L` into `out`. [`FromMasks::No`] (nothing done) for other
+    /// lines and the rare forms, which `parse_into` reads.
     #[inline(always)]
     pub(crate) fn parse_number_line_into<'a>(
         &mut self,
@@ -547,17 +560,23 @@ impl LineParser {
         lineno: u64,
         diag: &mut Diagnostics,
         out: &mut Line<&'a [u8]>,
-    ) -> bool {
-        let read = match window[0] {
-            b'L' => number_line::read_label(window, line, out),
-            b'C' => number_line::read_cycle(window, line.len(), out),
-            _ => number_line::read(window, line.len(), out),
-        };
-        let Some(odd) = read else {
-            return false;
+    ) -> FromMasks {
+        let (read, odd) = match window[0] {
+            b'L' => match number_line::read_label(window, line, out) {
+                Some(odd) => (FromMasks::Label, odd),
+                None => return FromMasks::No,
+            },
+            b'C' => match number_line::read_cycle(window, line.len()) {
+                Some((numbers, odd)) => (FromMasks::Numbers(numbers), odd),
+                None => return FromMasks::No,
+            },
+            _ => match number_line::read(window, line.len()) {
+                Some((numbers, odd)) => (FromMasks::Numbers(numbers), odd),
+                None => return FromMasks::No,
+            },
         };
         self.report_repairs(line, odd, lineno, diag);
-        true
+        read
     }
 
     /// Reads `line` (without its line end). `lineno` is 1-based, for the reports.

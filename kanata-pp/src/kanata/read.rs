@@ -24,8 +24,8 @@ use crate::input::progress::Progress;
 use crate::input::ReadBuffer;
 use crate::kanata::normalize::{KanataNormalizer, NumberedStages};
 use crate::kanata::parse::{
-    read_plain_stage_line, read_stage_line, starts_a_command, Command, Line, LineParser,
-    RetireType, SimId, StageLine,
+    read_plain_stage_line, read_stage_line, starts_a_command, Command, FromMasks, Line, LineParser,
+    Numbers, RetireType, SimId, StageLine,
 };
 use crate::kanata::scan::LineEnds;
 use crate::kanata::stage_names::StageNames;
@@ -193,11 +193,23 @@ enum OpKind {
     Dep,
 }
 
+/// The [`OpKind`] of a line of [`Numbers`] by its letter's low five bits (`C`, `I`, `R` and
+/// `W` differ there): a load, not a branch on the letter, which would be mispredicted where
+/// the commands follow one another at random.
+const OP_KIND_BY_LETTER: [OpKind; 32] = {
+    let mut kinds = [OpKind::Cycle; 32];
+    kinds[(b'I' & 31) as usize] = OpKind::Insn;
+    kinds[(b'R' & 31) as usize] = OpKind::Retire;
+    kinds[(b'W' & 31) as usize] = OpKind::Dep;
+    kinds
+};
+
 impl Op {
-    /// The ops of the command of line `line` (from the batch's first), if its numbers fit
-    /// them: one for `C`, two for `I`, `R`, `W`; `None` for any other.
+    /// The ops of the `I`, `R`, `W` or `C` line `line` (from the batch's first), if its
+    /// third number fits one: the first, and the second, which only `I`, `R` and `W` take
+    /// (see [`Op::width`]).
     #[inline(always)]
-    fn of_command<T>(command: &Command<T>, line: u32) -> Option<(Op, Op)> {
+    fn of_numbers(numbers: Numbers, line: u32) -> Option<(Op, Op)> {
         let op = |kind, value, small, name| Op {
             value,
             line,
@@ -205,36 +217,12 @@ impl Op {
             name,
             kind,
         };
-        let second = |value| op(OpKind::Cycle, value, 0, 0);
-        Some(match *command {
-            Command::Cycle(cycles) => (op(OpKind::Cycle, cycles, 0, 0), second(0)),
-            Command::Insn { id, sim_id, thread } => {
-                let thread = u16::try_from(thread).ok()?;
-                let sim_id = i64::try_from(sim_id.get()).ok()?;
-                (op(OpKind::Insn, id, thread, 0), second(sim_id))
-            }
-            Command::Retire {
-                id,
-                retire_id,
-                kind,
-            } => {
-                let (small, typed) = match kind {
-                    RetireType::Empty => (0, 0),
-                    RetireType::Value(kind) => (u16::try_from(kind).ok()?, 1),
-                    RetireType::Invalid => return None,
-                };
-                (op(OpKind::Retire, id, small, typed), second(retire_id))
-            }
-            Command::Dep {
-                consumer,
-                producer,
-                kind,
-            } => {
-                let kind = u16::try_from(kind).ok()?;
-                (op(OpKind::Dep, consumer, kind, 0), second(producer))
-            }
-            _ => return None,
-        })
+        let kind = OP_KIND_BY_LETTER[usize::from(numbers.letter & 31)];
+        let third = u16::try_from(numbers.third).ok()?;
+        Some((
+            op(kind, numbers.first, third, u8::from(numbers.typed)),
+            op(OpKind::Cycle, numbers.second, 0, 0),
+        ))
     }
 
     /// How many ops the line of this op takes.
@@ -848,6 +836,14 @@ trait TakeLines {
         diag: &mut Diagnostics,
     ) -> Result<(), Error>;
 
+    /// Takes line `number`, the `I`, `R`, `W` or `C` line of `numbers`.
+    fn take_numbers(
+        &mut self,
+        number: u64,
+        numbers: Numbers,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error>;
+
     /// Takes the common `S` and `E` lines of the block from `*start` on, read straight
     /// from the block, up to the first other line (or one it leaves to the general loop):
     /// `*start`, `line_ends` and `*number` (the last line's number) move past the lines
@@ -914,31 +910,46 @@ impl TakeLines for IntoBatch<'_> {
         _next: usize,
         _diag: &mut Diagnostics,
     ) -> Result<(), Error> {
-        match parsed {
-            &Line::Command(Command::Stage {
-                end,
-                id,
-                lane,
-                name,
-            }) if self.stage_op(number, end, id, lane, name) => return Ok(()),
-            // A stage line that fits no op, too.
-            Line::Command(command) => {
-                let line = u32::try_from(number - self.first).ok();
-                if let Some((op, second)) = line.and_then(|line| Op::of_command(command, line)) {
-                    self.ops.push(op);
-                    if op.width() == 2 {
-                        self.ops.push(second);
-                    }
-                    return Ok(());
-                }
+        if let Line::Command(Command::Stage {
+            end,
+            id,
+            lane,
+            name,
+        }) = *parsed
+        {
+            if self.stage_op(number, end, id, lane, name) {
+                return Ok(());
             }
-            _ => {}
         }
         let (block, rebuilt) = (self.block, &mut *self.rebuilt);
         self.items.push(Item {
             number,
             parsed: parsed.map(|piece| span(piece, block, rebuilt)),
         });
+        Ok(())
+    }
+
+    #[inline(always)]
+    fn take_numbers(
+        &mut self,
+        number: u64,
+        numbers: Numbers,
+        _diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let line = u32::try_from(number - self.first).ok();
+        match line.and_then(|line| Op::of_numbers(numbers, line)) {
+            Some((op, second)) => {
+                // Both written, the second dropped again for a `C`: no branch on the
+                // command.
+                self.ops.push(op);
+                self.ops.push(second);
+                self.ops.truncate(self.ops.len() + op.width() - 2);
+            }
+            None => self.items.push(Item {
+                number,
+                parsed: Line::Command(numbers.command()),
+            }),
+        }
         Ok(())
     }
 
@@ -1210,6 +1221,17 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
     }
 
     #[inline(always)]
+    fn take_numbers(
+        &mut self,
+        number: u64,
+        numbers: Numbers,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        self.normalizer
+            .command_line(&numbers.command(), number, diag)
+    }
+
+    #[inline(always)]
     fn take_stage_lines(
         &mut self,
         line_ends: &mut LineEnds,
@@ -1421,21 +1443,31 @@ fn parse_lines_unsettled<T: TakeLines>(
             diag.report(Rule::Q3, number, || "CR LF line end".to_owned());
         }
         let mut parsed = Line::Blank;
-        // `I`, `R` and `W` lines from the masks of their bytes, as the stage lines are.
+        // `I`, `R`, `W`, `C` and `L` lines from the masks of their bytes, as the stage lines
+        // are.
         let window = block[line_start..].first_chunk::<32>();
-        let number_line = match window {
+        let from_masks = match window {
             Some(window) if plain => {
                 let parser = &mut reader.parser;
                 parser.parse_number_line_into(window, line, number, diag, &mut parsed)
             }
-            _ => false,
+            _ => FromMasks::No,
         };
         // The `S` and `E` lines `take_stage_lines` leaves (and every line until the header
         // is behind or while a prefix is taken off) are read here with the others.
-        let read = if number_line {
-            Ok(true)
-        } else {
-            reader.read(line, number, diag, &mut parsed)
+        let read = match from_masks {
+            FromMasks::Numbers(numbers) => {
+                if let Err(error) = take.take_numbers(number, numbers, diag) {
+                    return Some(Err(error));
+                }
+                if let Some(error) = strict_error(diag) {
+                    return Some(Err(error));
+                }
+                // Plain: nothing to look up again.
+                continue;
+            }
+            FromMasks::Label => Ok(true),
+            FromMasks::No => reader.read(line, number, diag, &mut parsed),
         };
         match read {
             Ok(false) => {}
