@@ -296,6 +296,90 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
         self.command(command, lineno, diag)
     }
 
+    /// Whether a command line that is neither `S`, `E` nor `L` goes straight to its own
+    /// function now, as [`Self::command`] would send it: no label is held, the writer is
+    /// made, and nothing is held back (Q17).
+    #[inline(always)]
+    fn commands_go_straight(&self) -> bool {
+        !self.pending.active && self.phase == Phase::Body && self.stretch.held.is_empty()
+    }
+
+    /// Takes an `I` line, as [`Self::command_line`] does. This and the next three are for
+    /// callers that know the command already: through `command_line`, the command is told
+    /// twice, by the caller and by `command`, each a branch mispredicted where the commands
+    /// follow one another at random.
+    #[inline(always)]
+    pub(crate) fn insn_line(
+        &mut self,
+        id: i64,
+        sim_id: SimId,
+        thread: i64,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if !self.commands_go_straight() {
+            let command = Command::Insn { id, sim_id, thread };
+            return self.command_line(&command, lineno, diag);
+        }
+        self.insn(id, sim_id, thread, lineno, diag)
+    }
+
+    /// Takes an `R` line, as [`Self::command_line`] does.
+    #[inline(always)]
+    pub(crate) fn retire_line(
+        &mut self,
+        id: i64,
+        retire_id: i64,
+        kind: RetireType,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if !self.commands_go_straight() {
+            let command = Command::Retire {
+                id,
+                retire_id,
+                kind,
+            };
+            return self.command_line(&command, lineno, diag);
+        }
+        self.retire(id, retire_id, kind, lineno, diag)
+    }
+
+    /// Takes a `W` line, as [`Self::command_line`] does.
+    #[inline(always)]
+    pub(crate) fn dep_line(
+        &mut self,
+        consumer: i64,
+        producer: i64,
+        kind: u32,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if !self.commands_go_straight() {
+            let command = Command::Dep {
+                consumer,
+                producer,
+                kind,
+            };
+            return self.command_line(&command, lineno, diag);
+        }
+        self.dep(consumer, producer, kind, lineno, diag)
+    }
+
+    /// Takes a `C` line, as [`Self::command_line`] does.
+    #[inline(always)]
+    pub(crate) fn cycle_line(
+        &mut self,
+        cycles: i64,
+        lineno: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        if !self.commands_go_straight() || cycles <= 0 {
+            return self.command_line(&Command::Cycle(cycles), lineno, diag);
+        }
+        self.advance(cycles as u64, lineno, diag)
+    }
+
     fn writer(&mut self) -> &mut Writer<W> {
         self.writer
             .as_mut()

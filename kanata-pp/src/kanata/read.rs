@@ -235,30 +235,37 @@ impl Op {
         }
     }
 
-    /// The command of an `I`, `R`, `W` or `C` op, `second` the op after it.
+    /// Hands `normalizer` the `I`, `R`, `W` or `C` line `number` of this op, `second` the
+    /// op after it: the command told once, here.
     #[inline(always)]
-    fn command(self, second: Op) -> Command<&'static [u8]> {
+    fn take<W: Write + Send + 'static>(
+        self,
+        second: Op,
+        normalizer: &mut KanataNormalizer<W>,
+        number: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
         match self.kind {
-            OpKind::Insn => Command::Insn {
-                id: self.value,
-                sim_id: SimId::from(i128::from(second.value)),
-                thread: i64::from(self.small),
-            },
-            OpKind::Retire => Command::Retire {
-                id: self.value,
-                retire_id: second.value,
-                kind: if self.name == 0 {
+            OpKind::Insn => {
+                let sim_id = SimId::from(i128::from(second.value));
+                let thread = i64::from(self.small);
+                normalizer.insn_line(self.value, sim_id, thread, number, diag)
+            }
+            OpKind::Retire => {
+                let kind = if self.name == 0 {
                     RetireType::Empty
                 } else {
                     RetireType::Value(i64::from(self.small))
-                },
-            },
-            OpKind::Dep => Command::Dep {
-                consumer: self.value,
-                producer: second.value,
-                kind: u32::from(self.small),
-            },
-            OpKind::Cycle | OpKind::Stage | OpKind::End => Command::Cycle(self.value),
+                };
+                normalizer.retire_line(self.value, second.value, kind, number, diag)
+            }
+            OpKind::Dep => {
+                let kind = u32::from(self.small);
+                normalizer.dep_line(self.value, second.value, kind, number, diag)
+            }
+            OpKind::Cycle | OpKind::Stage | OpKind::End => {
+                normalizer.cycle_line(self.value, number, diag)
+            }
         }
     }
 }
@@ -1358,7 +1365,7 @@ fn normalize_ops<W: Write + Send + 'static>(
         if op.kind > OpKind::End {
             let second = batch.ops.get(next + 1).copied().unwrap_or(op);
             let number = batch.first_line + u64::from(op.line);
-            normalizer.command_line(&op.command(second), number, diag)?;
+            op.take(second, normalizer, number, diag)?;
             if let Some(error) = strict_error(diag) {
                 return Err(error);
             }
