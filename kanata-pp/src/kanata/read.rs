@@ -1234,8 +1234,7 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
         numbers: Numbers,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
-        self.normalizer
-            .command_line(&numbers.command(), number, diag)
+        take_numbers(self.normalizer, numbers, number, diag)
     }
 
     #[inline(always)]
@@ -1309,6 +1308,40 @@ impl<W: Write + Send + 'static> StageLineSink for IntoNormalizer<'_, W> {
             }
         }
         strict_error(diag).map_or(Ok(true), Err)
+    }
+}
+
+/// Hands `normalizer` the `I`, `R`, `W` or `C` line `number` of `numbers`, as [`Op::take`]
+/// does its op's.
+#[inline(always)]
+fn take_numbers<W: Write + Send + 'static>(
+    normalizer: &mut KanataNormalizer<W>,
+    numbers: Numbers,
+    number: u64,
+    diag: &mut Diagnostics,
+) -> Result<(), Error> {
+    let Numbers {
+        first,
+        second,
+        third,
+        ..
+    } = numbers;
+    match numbers.letter {
+        b'I' => {
+            let sim_id = SimId::from(i128::from(second));
+            normalizer.insn_line(first, sim_id, third, number, diag)
+        }
+        b'R' => {
+            let kind = if numbers.typed {
+                RetireType::Value(third)
+            } else {
+                RetireType::Empty
+            };
+            normalizer.retire_line(first, second, kind, number, diag)
+        }
+        // The readers checked that the type fits.
+        b'W' => normalizer.dep_line(first, second, third as u32, number, diag),
+        _ => normalizer.cycle_line(first, number, diag),
     }
 }
 
