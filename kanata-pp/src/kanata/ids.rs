@@ -269,15 +269,29 @@ impl<L: Default + PartialEq> Ids<L> {
             // Increasing ids (and not past the last, above): the output id is the position
             // among the recent ones.
             None => self
-                .recent
-                .binary_search(&id)
-                .ok()
+                .recent_position(id)
                 .map(|at| InsnId::from_raw(self.recent_base + at as u64)),
         };
         match found {
             Some(insn) if out_id(insn) >= self.recent_base => Resolved::Finished(insn),
             _ => Resolved::Unknown,
         }
+    }
+
+    /// Where `id`, not past the last, is among the recent ids while they increase. Ids that
+    /// increase by one (most logs') are found with one load: an id `d` below the last is `d`
+    /// places from the end (and no nearer with any increasing ids). The binary search, a
+    /// cache miss a step among a million ids, only for the others: it was 1.5 % of the time
+    /// of make_padded's log, whose dependencies name finished producers.
+    fn recent_position(&self, id: i64) -> Option<usize> {
+        let last = *self.recent.back()?;
+        let from_end = usize::try_from(last.abs_diff(id)).unwrap_or(usize::MAX);
+        if let Some(at) = (self.recent.len() - 1).checked_sub(from_end) {
+            if self.recent[at] == id {
+                return Some(at);
+            }
+        }
+        self.recent.binary_search(&id).ok()
     }
 
     /// Input id `id`, which names no live instruction, now names the new live instruction
@@ -368,6 +382,31 @@ mod tests {
 
     fn insn(out: u64) -> InsnId {
         InsnId::from_raw(out)
+    }
+
+    #[test]
+    fn finished_ids_are_found_whether_ids_increase_by_one_or_not() {
+        // By one (found at the place their distance from the last gives), then with gaps
+        // (found by the search), then by one again after the gaps.
+        let ids_in_order: Vec<i64> = (0..1000)
+            .chain((1000..3000).step_by(7))
+            .chain(3000..3500)
+            .collect();
+        let mut ids = Ids::<()>::new();
+        for (out, &id) in ids_in_order.iter().enumerate() {
+            ids.begin(id, insn(out as u64), ());
+            ids.end(id);
+        }
+        for (out, &id) in ids_in_order.iter().enumerate() {
+            assert_eq!(
+                ids.resolve(id),
+                Resolved::Finished(insn(out as u64)),
+                "{id}"
+            );
+        }
+        for id in [1001, 2999, -1, 3500] {
+            assert_eq!(ids.resolve(id), Resolved::Unknown, "{id}");
+        }
     }
 
     #[test]
