@@ -274,47 +274,25 @@ pub(super) fn number(
             signed_or_zero: false,
         });
     }
-    if written & !classes.digit != 0 {
-        return signed_number(window, classes, field, max_digits);
+    // A `+` before the digits (`+5`: Q1's, or for a lane Q20's), read here rather than out
+    // of line, with no branch on it: a padded log has one on a line in twenty, at random.
+    let plus = window[start] == b'+';
+    if written & !classes.digit != u32::from(plus) << start {
+        return None;
     }
-    let value = digits_value(window, start, run.trailing_ones(), max_digits)?;
+    let first = start + usize::from(plus);
+    let value = digits_value(
+        window,
+        first,
+        run.trailing_ones() - u32::from(plus),
+        max_digits,
+    )?;
     Some(Number {
         value,
         spaced,
         // Leading zeros, read here rather than out of line: a padded log has them on one
         // line in ten, at random.
-        signed_or_zero: window[start] == b'0',
-    })
-}
-
-/// [`number`] of a field of more than one byte that starts with a `+` (`+5`: Q1's, or for
-/// a lane Q20's), or holds another byte that is no digit: rare, out of the common lines'
-/// way.
-#[cold]
-#[inline(never)]
-fn signed_number(
-    window: &[u8; 32],
-    classes: Classes,
-    field: u32,
-    max_digits: u32,
-) -> Option<Number> {
-    let written = field & !classes.space;
-    let start = written.trailing_zeros() as usize;
-    let plus = window[start] == b'+';
-    let digits = written & !(u32::from(plus) << start);
-    if digits & !classes.digit != 0 {
-        return None;
-    }
-    let value = digits_value(
-        window,
-        start + usize::from(plus),
-        digits.count_ones(),
-        max_digits,
-    )?;
-    Some(Number {
-        value,
-        spaced: field & classes.space != 0,
-        signed_or_zero: true,
+        signed_or_zero: plus | (window[first] == b'0'),
     })
 }
 
