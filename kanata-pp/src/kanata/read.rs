@@ -1651,22 +1651,7 @@ mod tests {
         // other).
         let input = sloppy_log(25_000);
         assert!(input.len() > 3 * BLOCK);
-        let convert = |blocks| {
-            let normalizer =
-                KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
-            let mut diag = Diagnostics::new(usize::MAX, false);
-            let finished = convert_in_blocks(&input, normalizer, blocks, &mut diag);
-            let reports: Vec<_> = (diag.rules().iter())
-                .map(|(rule, report)| {
-                    let mut examples: Vec<_> = (report.examples.iter())
-                        .map(|example| (example.line, example.message.clone()))
-                        .collect();
-                    examples.sort();
-                    (*rule, report.count, examples)
-                })
-                .collect();
-            (finished.unwrap().unwrap().output, reports)
-        };
+        let convert = |blocks| convert_with_every_report(&input, blocks);
         let (expected, expected_reports) = convert(Blocks::Parsed);
         // Each split is at the start of the line with the byte `at` past the needle's start.
         for (needle, at) in [(&b"\ta\nb\n"[..], 3), (b"\r\nS", 2), (b"\t01\tX", 0)] {
@@ -1675,6 +1660,69 @@ mod tests {
             let (output, reports) = convert(Blocks::Split(split));
             assert!(output == expected, "split at {split}");
             assert_eq!(reports, expected_reports, "split at {split}");
+        }
+    }
+
+    /// The reports of a conversion: for each rule, its count and every example (its line
+    /// and message).
+    type EveryReport = Vec<(Rule, u64, Vec<(u64, String)>)>;
+
+    /// `input` converted a block at a time, `blocks` parsed as it says: the output, and
+    /// every report.
+    fn convert_with_every_report(input: &[u8], blocks: Blocks) -> (Vec<u8>, EveryReport) {
+        let normalizer =
+            KanataNormalizer::new(WriterBuilder::new(), Vec::new(), Repairs::default());
+        let mut diag = Diagnostics::new(usize::MAX, false);
+        let finished = convert_in_blocks(input, normalizer, blocks, &mut diag);
+        let reports = (diag.rules().iter())
+            .map(|(rule, report)| {
+                let mut examples: Vec<_> = (report.examples.iter())
+                    .map(|example| (example.line, example.message.clone()))
+                    .collect();
+                examples.sort();
+                (*rule, report.count, examples)
+            })
+            .collect();
+        (finished.unwrap().unwrap().output, reports)
+    }
+
+    #[test]
+    fn number_lines_that_fit_no_op_cross_as_items_with_the_same_result() {
+        // A thread, a retire type or a dependency type past 16 bits fits no op: such lines
+        // cross as items, among the lines that cross as ops (untyped `R`, `C`, padded and
+        // space-separated lines, Q1, Q19), and give what the normalizer's own parse gives.
+        let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
+        for id in 0..20_000u64 {
+            let thread = if id % 7 == 0 { 70_000 } else { id % 3 };
+            let retire = match id % 4 {
+                0 => " 70000".to_owned(),
+                1 => String::new(),
+                _ => format!(" {}", id % 2),
+            };
+            let dep = if id % 5 == 0 { 70_000 } else { 1 };
+            let line = format!(
+                "I\t{id}\t{}\t{thread}\nS\t {id} \t0\tF\nW {id} {} {dep}\nC\t1\nR {id} {id}{retire}\n",
+                id + 100,
+                id.saturating_sub(1),
+            );
+            input.extend_from_slice(line.as_bytes());
+        }
+        assert!(input.len() > 3 * BLOCK);
+        let (parsed, parsed_reports) = convert_with_every_report(&input, Blocks::Parsed);
+        let (own, own_reports) = convert_with_every_report(&input, Blocks::Unparsed);
+        assert!(parsed == own);
+        assert_eq!(parsed_reports, own_reports);
+        // The wide numbers were kept.
+        let text = String::from_utf8(parsed).unwrap();
+        assert!(
+            text.contains("\t100\t70000\n"),
+            "the thread of the first `I`"
+        );
+        for rule in [Rule::Q1, Rule::Q19] {
+            assert!(
+                parsed_reports.iter().any(|report| report.0 == rule),
+                "{rule:?}"
+            );
         }
     }
 
