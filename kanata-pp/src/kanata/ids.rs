@@ -144,8 +144,7 @@ impl<L: Default + PartialEq> Ids<L> {
     /// The live instruction with input id `id`, and what the caller keeps for it.
     #[inline]
     pub(crate) fn live(&mut self, id: i64) -> Option<&mut (InsnId, L)> {
-        let slot = Self::ring_slot(id);
-        if self.ring[slot].0 == id && self.ring[slot].1 .0 != FREE {
+        if let Some(slot) = self.ring_holding(id) {
             return Some(&mut self.ring[slot].1);
         }
         if !self.live.contains_key(&id) && !self.promote(id) {
@@ -156,8 +155,7 @@ impl<L: Default + PartialEq> Ids<L> {
 
     /// Whether the ring or the map holds `id`.
     fn in_ring_or_map(&self, id: i64) -> bool {
-        let (held, (insn, _)) = &self.ring[Self::ring_slot(id)];
-        (*held == id && *insn != FREE) || self.live.contains_key(&id)
+        self.ring_holding(id).is_some() || self.live.contains_key(&id)
     }
 
     /// How many instructions the ring and the map hold.
@@ -168,10 +166,12 @@ impl<L: Default + PartialEq> Ids<L> {
     /// Takes the live instruction `id` out of the ring or the map.
     #[inline]
     fn take_live(&mut self, id: i64) -> Option<(InsnId, L)> {
-        let slot = &mut self.ring[Self::ring_slot(id)];
-        if slot.0 == id && slot.1 .0 != FREE {
+        if let Some(slot) = self.ring_holding(id) {
             self.in_ring -= 1;
-            return Some(std::mem::replace(&mut slot.1, (FREE, L::default())));
+            return Some(std::mem::replace(
+                &mut self.ring[slot].1,
+                (FREE, L::default()),
+            ));
         }
         self.live.remove(&id)
     }
@@ -235,6 +235,14 @@ impl<L: Default + PartialEq> Ids<L> {
         }
     }
 
+    /// The slot of [`Ids::ring`] that holds the live instruction `id`, if one does.
+    #[inline(always)]
+    fn ring_holding(&self, id: i64) -> Option<usize> {
+        let slot = Self::ring_slot(id);
+        let (held, (insn, _)) = &self.ring[slot];
+        (*held == id && *insn != FREE).then_some(slot)
+    }
+
     /// The slot of [`Ids::ring`] for `id`.
     #[inline(always)]
     fn ring_slot(id: i64) -> usize {
@@ -244,9 +252,8 @@ impl<L: Default + PartialEq> Ids<L> {
     /// What `id` names now.
     #[inline(always)]
     pub(crate) fn resolve(&self, id: i64) -> Resolved {
-        let (held, (insn, _)) = &self.ring[Self::ring_slot(id)];
-        if *held == id && *insn != FREE {
-            return Resolved::Live(*insn);
+        if let Some(slot) = self.ring_holding(id) {
+            return Resolved::Live(self.ring[slot].1 .0);
         }
         self.resolve_in_maps(id)
     }

@@ -181,7 +181,8 @@ struct Op {
     kind: OpKind,
 }
 
-/// What line an [`Op`] is.
+/// What line an [`Op`] is. In this order: the stage lines are the kinds up to `End`
+/// ([`normalize_ops`]), and those from `Insn` on take two ops ([`Op::width`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 #[repr(u8)]
 enum OpKind {
