@@ -20,7 +20,8 @@ mod stage_line;
 pub(crate) use number_line::Numbers;
 
 pub(crate) use stage_line::{
-    read as read_stage_line, read_plain as read_plain_stage_line, StageLine,
+    read as read_stage_line, read_plain as read_plain_stage_line, starts as starts_stage_line,
+    StageLine,
 };
 
 /// The Q1 report of a command line that was padded or had trailing fields (both readers).

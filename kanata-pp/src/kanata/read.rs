@@ -24,8 +24,8 @@ use crate::input::progress::Progress;
 use crate::input::ReadBuffer;
 use crate::kanata::normalize::{KanataNormalizer, NumberedStages};
 use crate::kanata::parse::{
-    read_plain_stage_line, read_stage_line, starts_a_command, Command, FromMasks, Line, LineParser,
-    Numbers, RetireType, SimId, StageLine,
+    read_plain_stage_line, read_stage_line, starts_a_command, starts_stage_line, Command,
+    FromMasks, Line, LineParser, Numbers, RetireType, SimId, StageLine,
 };
 use crate::kanata::scan::LineEnds;
 use crate::kanata::stage_names::StageNames;
@@ -271,17 +271,36 @@ impl Op {
     }
 }
 
-/// Slots of [`StageNumbers::short`] (a power of two).
-const SHORT_SLOTS: usize = 64;
+/// The bits of the slot of [`StageNumbers::short`] a key hashes to.
+const SHORT_BITS: u32 = 8;
+/// Slots of [`StageNumbers::short`].
+const SHORT_SLOTS: usize = 1 << SHORT_BITS;
+/// How many names [`StageNumbers::short`] holds at most: an eighth of the slots, so that a
+/// multiplier that puts each in a slot of its own is found within a few tries.
+const SHORT_NAMES: usize = SHORT_SLOTS / 8;
+/// How many multipliers [`StageNumbers::hold_short`] tries before it leaves a name out.
+const SHORT_TRIES: usize = 64;
+
+/// The slot of [`StageNumbers::short`] the key `key` hashes to with `multiplier`.
+#[inline(always)]
+fn short_slot(key: u64, multiplier: u64) -> usize {
+    (key.wrapping_mul(multiplier) >> (64 - SHORT_BITS)) as usize
+}
 
 /// The numbers the reading thread gives stage names: one byte each, for the first 256
 /// names of the log (the others' lines cross as [`Item`]s).
 struct StageNumbers {
-    /// The numbers of names of up to 7 bytes by [`StageNumbers::key`], each at the first
-    /// free slot from the one its key hashes to, for the first names only (half the slots,
-    /// so that a probe ends soon; never evicted, as in [`StageNames`]): most lines find
-    /// their name here with one load, from the block, and one compare.
+    /// The numbers of names of up to 7 bytes by [`StageNumbers::key`], each in the slot its
+    /// key hashes to, no two in one (the hash's multiplier is chosen so), for the first
+    /// names only (never evicted, as in [`StageNames`]): most lines find their name here
+    /// with one load, from the block, and one compare, and a lookup takes no branch on
+    /// which name it is. With a probe from slot to slot, the names whose slot another held
+    /// took one more, mispredicted (callgrind's branch simulation: a sixth of the
+    /// mispredictions of the parse of make_padded's log, whose 8 names shared a slot).
     short: [(u64, u8); SHORT_SLOTS],
+    /// The multiplier of the hash of the keys (odd).
+    multiplier: u64,
+    /// How many names `short` holds, or [`SHORT_NAMES`] once a name found no slot.
     short_names: usize,
     names: StageNames<u8>,
     count: usize,
@@ -292,6 +311,7 @@ impl Default for StageNumbers {
         StageNumbers {
             // No key is 0: a key holds its name's length, which is not.
             short: [(0, 0); SHORT_SLOTS],
+            multiplier: 0x9e37_79b9_7f4a_7c15,
             short_names: 0,
             names: StageNames::default(),
             count: 0,
@@ -309,14 +329,12 @@ impl StageNumbers {
         let Some(key) = word.and_then(|word| Self::key(word, name.len())) else {
             return self.number_of_any(name, new);
         };
-        let free = match self.find_short(key) {
-            Ok(number) => return Some(number),
-            Err(free) => free,
-        };
+        if let Some(number) = self.find_short(key) {
+            return Some(number);
+        }
         let number = self.number_of_any(name, new)?;
-        if self.short_names < SHORT_SLOTS / 2 {
-            self.short[free] = (key, number);
-            self.short_names += 1;
+        if self.short_names < SHORT_NAMES {
+            self.hold_short(key, number);
         }
         Some(number)
     }
@@ -327,23 +345,49 @@ impl StageNumbers {
     fn short_number(&self, window: &[u8; 32], name_start: usize, name_end: usize) -> Option<u8> {
         let word = window.get(name_start..)?.first_chunk::<8>()?;
         let key = Self::key(word, name_end.checked_sub(name_start)?)?;
-        self.find_short(key).ok()
+        self.find_short(key)
     }
 
-    /// The number of the short name `key`, or the free slot where it goes.
+    /// The number of the short name `key`, if `short` holds it.
     #[inline(always)]
-    fn find_short(&self, key: u64) -> Result<u8, usize> {
-        let mut slot = (key.wrapping_mul(0x9e37_79b9_7f4a_7c15) >> 58) as usize;
-        loop {
-            let (short, number) = self.short[slot];
-            if short == key {
-                return Ok(number);
-            }
-            if short == 0 {
-                return Err(slot);
-            }
-            slot = (slot + 1) % SHORT_SLOTS;
+    fn find_short(&self, key: u64) -> Option<u8> {
+        let (short, number) = self.short[short_slot(key, self.multiplier)];
+        (short == key).then_some(number)
+    }
+
+    /// Puts the short name `key`, numbered `number`, in `short`: in its slot if that is
+    /// free; if not, every name in a new slot, by the first multiplier that gives each a
+    /// slot of its own. A name none does is left out, and no more are put in.
+    #[cold]
+    fn hold_short(&mut self, key: u64, number: u8) {
+        let slot = short_slot(key, self.multiplier);
+        if self.short[slot].0 == 0 {
+            self.short[slot] = (key, number);
+            self.short_names += 1;
+            return;
         }
+        let held: Vec<(u64, u8)> = (self.short.iter().copied())
+            .filter(|&(short, _)| short != 0)
+            .chain([(key, number)])
+            .collect();
+        let mut multiplier = self.multiplier;
+        for _ in 0..SHORT_TRIES {
+            // The odd multipliers of a fixed sequence: the same input, the same slots.
+            multiplier = multiplier.wrapping_add(0x6a09_e667_f3bc_c908);
+            let mut short = [(0, 0); SHORT_SLOTS];
+            let apart = held.iter().all(|&(key, number)| {
+                let slot = &mut short[short_slot(key, multiplier)];
+                let free = slot.0 == 0;
+                *slot = (key, number);
+                free
+            });
+            if apart {
+                (self.short, self.multiplier) = (short, multiplier);
+                self.short_names += 1;
+                return;
+            }
+        }
+        self.short_names = SHORT_NAMES;
     }
 
     /// The key of a name of 1 to 7 bytes, the first `len` of `word` (which goes on past the
@@ -1456,7 +1500,7 @@ fn parse_lines_unsettled<T: TakeLines>(
         if past_header && take.hands_over(start) {
             break;
         }
-        if plain && matches!(block[start..], [b'S' | b'E', b'\t' | b' ', ..]) {
+        if plain && starts_stage_line(&block[start..]) {
             let parser = &mut reader.parser;
             let taken =
                 take.take_stage_lines(&mut line_ends, &mut start, &mut at.number, parser, diag);
@@ -1777,6 +1821,52 @@ mod tests {
             assert_eq!(q1.count, padded, "{sharing:?}");
             let lines: Vec<u64> = q1.examples.iter().map(|e| e.line).collect();
             assert_eq!(lines, [3, 4, 5], "{sharing:?}");
+        }
+    }
+
+    #[test]
+    fn stage_names_are_numbered_in_order_and_short_ones_found_in_a_slot_of_their_own() {
+        // 300 names, short and long: numbers in the order of their first line, the same
+        // number each time after, none past 256; the short names found by one probe.
+        let names: Vec<String> = (0..300)
+            .map(|i| match i % 3 {
+                0 => format!("S{i}"),
+                1 => format!("{}", i * 7919 % 1000),
+                _ => format!("long_name_{i}"),
+            })
+            .collect();
+        let mut block = Vec::new();
+        let mut spans = Vec::new();
+        for name in &names {
+            spans.push(block.len()..block.len() + name.len());
+            block.extend_from_slice(name.as_bytes());
+            block.push(b'\n');
+        }
+        block.extend_from_slice(&[b'\n'; 8]);
+        let mut numbers = StageNumbers::default();
+        let mut new = Vec::new();
+        for (pass, order) in [(0..300).collect::<Vec<_>>(), (0..300).rev().collect()]
+            .iter()
+            .enumerate()
+        {
+            for &i in order {
+                let name = &block[spans[i].clone()];
+                let numbered = numbers.number(name, &block, || new.push(i));
+                assert_eq!(numbered, u8::try_from(i).ok(), "{pass} {i}");
+            }
+        }
+        assert_eq!(new, (0..256).collect::<Vec<_>>());
+        let held: Vec<u64> = (numbers.short.iter().map(|&(key, _)| key))
+            .filter(|&key| key != 0)
+            .collect();
+        assert_eq!(held.len(), SHORT_NAMES);
+        for (i, span) in spans.iter().enumerate() {
+            let mut window = [b'\n'; 32];
+            window[..span.len()].copy_from_slice(&block[span.clone()]);
+            let short = numbers.short_number(&window, 0, span.len());
+            // The first short names are held: two in every three names.
+            let held = i < SHORT_NAMES * 3 / 2 && i % 3 != 2;
+            assert_eq!(short, held.then_some(i as u8), "{i}");
         }
     }
 

@@ -93,6 +93,21 @@ pub(crate) fn contains(bytes: &[u8], byte: u8) -> bool {
     holds(bytes, [byte])
 }
 
+/// Whether `line` holds `byte` past its first 32 bytes (which its caller has looked at from
+/// their masks). When at most 16 bytes follow them, as most labels that go past 32 bytes
+/// do, one comparison of the line's last 16 bytes, the bits of the first 32 shifted out:
+/// [`contains`] went a byte at a time under 8 bytes and took a branch on the length, both
+/// mispredicted as label lengths vary.
+#[inline(always)]
+pub(crate) fn contains_past_32(line: &[u8], byte: u8) -> bool {
+    match line.last_chunk::<16>() {
+        Some(last) if (33..=48).contains(&line.len()) => {
+            u32::from(matches_in_16(last, byte)) >> (48 - line.len()) != 0
+        }
+        _ => contains(line.get(32..).unwrap_or_default(), byte),
+    }
+}
+
 /// Whether `bytes` holds `one` or `other`: for a line, where `memchr2`'s call costs more than
 /// the search (88 instructions a line of 20 bytes, measured).
 #[inline(always)]
@@ -276,6 +291,21 @@ mod tests {
                     }
                     bytes[at] = background;
                 }
+            }
+        }
+    }
+
+    #[test]
+    fn a_byte_past_the_first_32_is_found_and_none_before_them() {
+        // Every length around the one comparison's (33 to 48 bytes), the byte at every
+        // place: found past the first 32 bytes only.
+        for len in 0..90 {
+            let mut line = vec![b'a'; len];
+            assert!(!contains_past_32(&line, b'\t'), "{len}");
+            for at in 0..len {
+                line[at] = b'\t';
+                assert_eq!(contains_past_32(&line, b'\t'), at >= 32, "{len} {at}");
+                line[at] = b'a';
             }
         }
     }

@@ -119,8 +119,11 @@ pub(crate) fn read(window: &[u8; 32], len: usize) -> Option<(Numbers, Odd)> {
     let ends = ends ^ second_end;
     let first = number(window, classes, (first_end - 0b100) as u32, 18)?;
     let second = number(window, classes, (second_end - (first_end << 1)) as u32, 18)?;
-    // `R <id> <retire id>` alone: no third field.
-    if command == b'R' && second_end == line_end {
+    // `R <id> <retire id>` alone: no third field. One comparison, with no branch on the
+    // command, which `I`, `R` and `W` lines' random order mispredicted (two comparisons
+    // joined were split into two branches): for any other command the line end is moved
+    // past where any field can end.
+    if second_end == line_end << u32::from(command != b'R') {
         let numbers = Numbers::retire_untyped(first.value, second.value);
         return Some((numbers, q1(first.odd() | second.odd())));
     }
@@ -263,7 +266,7 @@ pub(crate) fn read_label<'a>(
         (id_field, kind_field, kind_end + 1, Q19)
     };
     let text = line.get(text_start..).filter(|text| !text.is_empty())?;
-    if line.len() > 32 && crate::kanata::scan::contains(&line[32..], b'\t') {
+    if crate::kanata::scan::contains_past_32(line, b'\t') {
         return None;
     }
     let id = number(window, classes, id_field, 18)?;
