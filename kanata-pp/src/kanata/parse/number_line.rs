@@ -9,7 +9,7 @@
 //! space other than spaces, a longer line) is left to it.
 
 use super::fast::{Odd, Q1, Q19};
-use super::stage_line::{after, classify, number, word};
+use super::stage_line::{after, classify, classify_all, number, word};
 use super::{Command, Line, RetireType, SimId};
 
 /// An `I`, `R`, `W` or `C` line as [`read`] and [`read_cycle`] read it: its command letter
@@ -145,7 +145,8 @@ pub(crate) fn read(window: &[u8; 32], len: usize) -> Option<(Numbers, Odd)> {
 #[inline(never)]
 fn read_spaced(window: &[u8; 32], len: usize) -> Option<(Numbers, Odd)> {
     let command = window[0];
-    let classes = classify(window, len);
+    // All 32 bytes, as the stage lines' reader of such lines does, for the same reason.
+    let classes = classify_all(window, len);
     if classes.tab | classes.slash != 0 {
         return None;
     }
