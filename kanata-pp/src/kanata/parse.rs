@@ -17,7 +17,7 @@ mod fast;
 mod number_line;
 mod stage_line;
 
-pub(crate) use number_line::Numbers;
+pub(crate) use number_line::{Label, Numbers};
 
 pub(crate) use stage_line::{
     read as read_stage_line, read_plain as read_plain_stage_line, starts as starts_stage_line,
@@ -240,12 +240,12 @@ pub(crate) enum RetireType {
     Invalid,
 }
 
-/// What [`LineParser::parse_number_line_into`] read.
-pub(crate) enum FromMasks {
+/// What [`LineParser::parse_number_line`] read.
+pub(crate) enum FromMasks<'a> {
     /// An `I`, `R`, `W` or `C` line.
     Numbers(Numbers),
-    /// An `L` line, written where it was asked to be.
-    Label,
+    /// An `L` line.
+    Label(Label<'a>),
     /// Another line, or a rarer form: not read.
     No,
 }
@@ -551,20 +551,19 @@ impl LineParser {
     /// Reads the `I`, `R`, `W`, `C` or `L` line `line` (`window` holding its first 32 bytes
     /// and what follows them) from the masks of its bytes, as
     /// [`parse_into`](Self::parse_into) would read it, reports included: the numbers of an
-    /// `I`, `R`, `W` or `C`; an `L` into `out`. [`FromMasks::No`] (nothing done) for other
-    /// lines and the rare forms, which `parse_into` reads.
+    /// `I`, `R`, `W` or `C`; an `L`'s id, kind and text. [`FromMasks::No`] (nothing done)
+    /// for other lines and the rare forms, which `parse_into` reads.
     #[inline(always)]
-    pub(crate) fn parse_number_line_into<'a>(
+    pub(crate) fn parse_number_line<'a>(
         &mut self,
         window: &[u8; 32],
         line: &'a [u8],
         lineno: u64,
         diag: &mut Diagnostics,
-        out: &mut Line<&'a [u8]>,
-    ) -> FromMasks {
+    ) -> FromMasks<'a> {
         let (read, odd) = match window[0] {
-            b'L' => match number_line::read_label(window, line, out) {
-                Some(odd) => (FromMasks::Label, odd),
+            b'L' => match number_line::read_label(window, line) {
+                Some((label, odd)) => (FromMasks::Label(label), odd),
                 None => return FromMasks::No,
             },
             b'C' => match number_line::read_cycle(window, line.len()) {

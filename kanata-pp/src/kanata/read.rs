@@ -25,7 +25,7 @@ use crate::input::ReadBuffer;
 use crate::kanata::normalize::{KanataNormalizer, NumberedStages};
 use crate::kanata::parse::{
     read_plain_stage_line, read_stage_line, starts_a_command, starts_stage_line, Command,
-    FromMasks, Line, LineParser, Numbers, RetireType, SimId, StageLine,
+    FromMasks, Label, Line, LineParser, Numbers, RetireType, SimId, StageLine,
 };
 use crate::kanata::scan::LineEnds;
 use crate::kanata::stage_names::StageNames;
@@ -163,18 +163,21 @@ struct Item {
 /// A line of a batch in a third of an [`Item`]'s bytes: an `S` or `E` line, most lines of a
 /// log, its stage name a number the reading thread gives each name ([`StageNumbers`]), so
 /// that the normalizer finds the stage by indexing, not by hashing the name; or a `C`. An
-/// `I`, `R` or `W` line takes two ops, the second holding its second number in `value`.
-/// As ops rather than items, these lines cross in a third of the bytes (two thirds for
-/// `I`, `R`, `W`), and the normalizer takes them in one loop over the ops, without going
-/// through the general [`KanataNormalizer::parsed`].
+/// `I`, `R` or `W` line takes two ops, the second holding its second number in `value`; an
+/// `L` line two, the second holding where its text is. As ops rather than items, these
+/// lines cross in a third of the bytes (two thirds for `I`, `R`, `W`, `L`), and the
+/// normalizer takes them in one loop over the ops, the numbers' lines without going through
+/// the general [`KanataNormalizer::parsed`].
 #[derive(Clone, Copy, Debug)]
 struct Op {
-    /// `S`, `E`, `I`, `R`: the instruction's id; `W`: the consumer's; `C`: the cycles. In the
-    /// second op of an `I`, `R` or `W`: the sim id, the retire id, the producer's id.
+    /// `S`, `E`, `I`, `R`, `L`: the instruction's id; `W`: the consumer's; `C`: the cycles.
+    /// In the second op of an `I`, `R`, `W` or `L`: the sim id, the retire id, the producer's
+    /// id, the text's place (see [`OpKind::Label`]).
     value: i64,
     /// The line's number, from the batch's first line (0).
     line: u32,
-    /// `S`, `E`: the lane; `I`: the thread; `R`: the type, if it has one; `W`: the type.
+    /// `S`, `E`: the lane; `I`: the thread; `R`: the type, if it has one; `W`: the type; `L`:
+    /// the kind.
     small: u16,
     /// `S`, `E`: the stage name's number; `R`: whether it has a type.
     name: u8,
@@ -192,6 +195,9 @@ enum OpKind {
     Insn,
     Retire,
     Dep,
+    /// An `L` line: the id and the kind (in `small`); the second op holds where the text is
+    /// in the batch's text (a [`Span`]: its start in the low 32 bits, its length above).
+    Label,
 }
 
 /// The [`OpKind`] of a line of [`Numbers`] by its letter's low five bits (`C`, `I`, `R` and
@@ -226,6 +232,36 @@ impl Op {
         ))
     }
 
+    /// [`Op::take`] of an `L` line.
+    #[inline(always)]
+    fn take_label<W: Write + Send + 'static>(
+        self,
+        second: Op,
+        normalizer: &mut KanataNormalizer<W>,
+        (batch, at, item): (&Batch, usize, Option<&Item>),
+        number: u64,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let label = Line::Command(Command::Label {
+            id: self.value,
+            kind: self.small as u8,
+            text: Span {
+                start: second.value as u32,
+                len: (second.value >> 32) as u32,
+            },
+        });
+        // The next line is the next op if one comes before `item`, else `item`, which goes
+        // on with the label if it is no command (Q8); at the end of the batch, not known.
+        let label_ends = || {
+            let until = item.map_or(u64::MAX, |item| item.number - batch.first_line);
+            let next_op = batch.ops.get(at + self.width());
+            next_op.is_some_and(|next| u64::from(next.line) < until)
+                || item.is_some_and(|item| !matches!(item.parsed, Line::Other(_)))
+        };
+        let text: &[u8] = &batch.text;
+        normalizer.parsed(&label, |span| span.of(text), label_ends, number, diag)
+    }
+
     /// How many ops the line of this op takes.
     #[inline(always)]
     fn width(self) -> usize {
@@ -236,17 +272,20 @@ impl Op {
         }
     }
 
-    /// Hands `normalizer` the `I`, `R`, `W` or `C` line `number` of this op, `second` the
-    /// op after it: the command told once, here.
+    /// Hands `normalizer` the `I`, `R`, `W`, `C` or `L` line `number` of this op, `second`
+    /// the op after it: the command told once, here. `at` is where the op is: its batch,
+    /// its place among the ops, and the item after it, for a label's text and its end.
     #[inline(always)]
     fn take<W: Write + Send + 'static>(
         self,
         second: Op,
         normalizer: &mut KanataNormalizer<W>,
+        at: (&Batch, usize, Option<&Item>),
         number: u64,
         diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         match self.kind {
+            OpKind::Label => self.take_label(second, normalizer, at, number, diag),
             OpKind::Insn => {
                 let sim_id = SimId::from(i128::from(second.value));
                 let thread = i64::from(self.small);
@@ -838,6 +877,25 @@ enum HandOver<'a> {
     From(usize),
 }
 
+impl<'a> HandOver<'a> {
+    /// A flag that is set whenever the reading thread may hand over at the next line: the
+    /// normalizer's when it waits, one never set or always set for the others.
+    #[inline(always)]
+    fn flag(self) -> &'a AtomicBool {
+        /// Never set, never written.
+        static NEVER: AtomicBool = AtomicBool::new(false);
+        /// Always set, never written.
+        static ALWAYS: AtomicBool = AtomicBool::new(true);
+        match self {
+            HandOver::Never => &NEVER,
+            HandOver::WhenWaiting(waiting) => waiting,
+            HandOver::Always => &ALWAYS,
+            #[cfg(test)]
+            HandOver::From(_) => &ALWAYS,
+        }
+    }
+}
+
 /// Parses the whole lines of `batch.text` into its items and stage lines, or the first of
 /// them, the rest left unparsed, as `hand_over` says; `Some` when reading must stop.
 fn parse_block(
@@ -859,6 +917,7 @@ fn parse_block(
         new_names: &mut batch.new_names,
         numbers,
         hand_over,
+        hand_over_flag: hand_over.flag(),
         handed_over: None,
     };
     let stop = parse_lines(&block, reader, at, diag, &mut into_batch);
@@ -884,6 +943,15 @@ trait TakeLines {
         &mut self,
         number: u64,
         parsed: &Line<&[u8]>,
+        next: usize,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error>;
+
+    /// Takes line `number`, the `L` line `label`; `next` as for [`Self::take`].
+    fn take_label(
+        &mut self,
+        number: u64,
+        label: Label<'_>,
         next: usize,
         diag: &mut Diagnostics,
     ) -> Result<(), Error>;
@@ -925,6 +993,8 @@ struct IntoBatch<'b> {
     new_names: &'b mut Vec<Span>,
     numbers: &'b mut StageNumbers,
     hand_over: HandOver<'b>,
+    /// `hand_over`'s [flag](HandOver::flag).
+    hand_over_flag: &'b AtomicBool,
     /// Where the lines left to the normalizer start, once handed over.
     handed_over: Option<usize>,
 }
@@ -982,6 +1052,44 @@ impl TakeLines for IntoBatch<'_> {
     }
 
     #[inline(always)]
+    fn take_label(
+        &mut self,
+        number: u64,
+        label: Label<'_>,
+        _next: usize,
+        _diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        let text = span(label.text, self.block, self.rebuilt);
+        match u32::try_from(number - self.first) {
+            Ok(line) => {
+                self.ops.push(Op {
+                    value: label.id,
+                    line,
+                    small: u16::from(label.kind),
+                    name: 0,
+                    kind: OpKind::Label,
+                });
+                self.ops.push(Op {
+                    value: i64::from(text.start) | i64::from(text.len) << 32,
+                    line,
+                    small: 0,
+                    name: 0,
+                    kind: OpKind::Cycle,
+                });
+            }
+            Err(_) => self.items.push(Item {
+                number,
+                parsed: Line::Command(Command::Label {
+                    id: label.id,
+                    kind: label.kind,
+                    text,
+                }),
+            }),
+        }
+        Ok(())
+    }
+
+    #[inline(always)]
     fn take_numbers(
         &mut self,
         number: u64,
@@ -1028,14 +1136,16 @@ impl TakeLines for IntoBatch<'_> {
 
     #[inline(always)]
     fn hands_over(&mut self, start: usize) -> bool {
+        // One load on the way of every line, whatever `hand_over` says, rather than a jump
+        // on it; loaded before the swap, which would take the flag's cache line from the
+        // normalizer on every call.
+        if !self.hand_over_flag.load(Ordering::Relaxed) {
+            return false;
+        }
         let now = match self.hand_over {
             HandOver::Never => false,
             HandOver::Always => true,
-            // Loaded first: the swap would take the flag's cache line from the normalizer
-            // on every call.
-            HandOver::WhenWaiting(waiting) => {
-                waiting.load(Ordering::Relaxed) && waiting.swap(false, Ordering::Relaxed)
-            }
+            HandOver::WhenWaiting(waiting) => waiting.swap(false, Ordering::Relaxed),
             #[cfg(test)]
             HandOver::From(offset) => start >= offset,
         };
@@ -1273,6 +1383,17 @@ impl<W: Write + Send + 'static> TakeLines for IntoNormalizer<'_, W> {
     }
 
     #[inline(always)]
+    fn take_label(
+        &mut self,
+        number: u64,
+        label: Label<'_>,
+        next: usize,
+        diag: &mut Diagnostics,
+    ) -> Result<(), Error> {
+        self.take(number, &label.line(), next, diag)
+    }
+
+    #[inline(always)]
     fn take_numbers(
         &mut self,
         number: u64,
@@ -1404,7 +1525,7 @@ fn normalize_batch<W: Write + Send + 'static>(
     let ops = &batch.ops;
     let mut next_op = 0;
     for (at, item) in items.iter().enumerate() {
-        next_op = normalize_ops(normalizer, batch, next_op, item.number, diag)?;
+        next_op = normalize_ops(normalizer, batch, next_op, Some(item), diag)?;
         let label_ends = || {
             // The next line is an op (a command), or an item that is no label's
             // continuation.
@@ -1420,21 +1541,21 @@ fn normalize_batch<W: Write + Send + 'static>(
             return Err(error);
         }
     }
-    normalize_ops(normalizer, batch, next_op, u64::MAX, diag)?;
+    normalize_ops(normalizer, batch, next_op, None, diag)?;
     Ok(())
 }
 
-/// Hands the normalizer the ops of `batch` from `next` on that come before line `until`;
-/// returns where they end.
+/// Hands the normalizer the ops of `batch` from `next` on that come before `item` (all
+/// that are left without one); returns where they end.
 #[inline(always)]
 fn normalize_ops<W: Write + Send + 'static>(
     normalizer: &mut KanataNormalizer<W>,
     batch: &Batch,
     mut next: usize,
-    until: u64,
+    item: Option<&Item>,
     diag: &mut Diagnostics,
 ) -> Result<usize, Error> {
-    let until = until.saturating_sub(batch.first_line);
+    let until = item.map_or(u64::MAX, |item| item.number - batch.first_line);
     let mut straight = normalizer.stages_go_straight();
     while let Some(&op) = batch.ops.get(next) {
         if u64::from(op.line) >= until {
@@ -1443,7 +1564,7 @@ fn normalize_ops<W: Write + Send + 'static>(
         if op.kind > OpKind::End {
             let second = batch.ops.get(next + 1).copied().unwrap_or(op);
             let number = batch.first_line + u64::from(op.line);
-            op.take(second, normalizer, number, diag)?;
+            op.take(second, normalizer, (batch, next, item), number, diag)?;
             if let Some(error) = strict_error(diag) {
                 return Err(error);
             }
@@ -1534,7 +1655,7 @@ fn parse_lines_unsettled<T: TakeLines>(
         let from_masks = match window {
             Some(window) if plain => {
                 let parser = &mut reader.parser;
-                parser.parse_number_line_into(window, line, number, diag, &mut parsed)
+                parser.parse_number_line(window, line, number, diag)
             }
             _ => FromMasks::No,
         };
@@ -1551,7 +1672,16 @@ fn parse_lines_unsettled<T: TakeLines>(
                 // Plain: nothing to look up again.
                 continue;
             }
-            FromMasks::Label => Ok(true),
+            FromMasks::Label(label) => {
+                if let Err(error) = take.take_label(number, label, start, diag) {
+                    return Some(Err(error));
+                }
+                if let Some(error) = strict_error(diag) {
+                    return Some(Err(error));
+                }
+                // Plain, as above.
+                continue;
+            }
             FromMasks::No => reader.read(line, number, diag, &mut parsed),
         };
         match read {
@@ -1729,6 +1859,53 @@ mod tests {
             })
             .collect();
         (finished.unwrap().unwrap().output, reports)
+    }
+
+    #[test]
+    fn labels_cross_as_ops_and_end_or_go_on_as_the_next_line_says() {
+        // A label line crosses as an op; whether it is written at once or held for a
+        // continuation (Q8) depends on the line after it: an op (a stage line, another
+        // label, a number line), an item (a blank line, a continuation, a label with a TAB
+        // in its text, Q9), or nothing yet (the end of a block). Every way of sharing the
+        // parse gives what the normalizer's own parse gives, and each label its text.
+        let mut input = b"Kanata\t0004\nC=\t0\n".to_vec();
+        let mut ids = 0u64;
+        while input.len() < 3 * BLOCK {
+            let id = ids;
+            ids += 1;
+            let after = match id % 7 {
+                0 => format!("S\t{id}\t0\tF\n"),
+                1 => format!("L\t{id}\t1\tdetail {id}\n"),
+                2 => "C\t1\n".to_owned(),
+                3 => "\n".to_owned(),
+                4 => format!("more text {id}\n"),
+                5 => format!("L\t{id}\t1\twith\ta TAB\n"),
+                _ => format!("L {id} 1 spaced {id}\n"),
+            };
+            let lines = format!(
+                "I\t{id}\t{id}\t0\nS\t{id}\t0\tF\nL\t{id}\t0\tlabel {id}\n{after}R\t{id}\t{id}\t0\n"
+            );
+            input.extend_from_slice(lines.as_bytes());
+        }
+        let (own, own_reports) = convert_with_every_report(&input, Blocks::Unparsed);
+        for blocks in EVERY_SHARE {
+            let (output, reports) = convert_with_every_report(&input, blocks);
+            assert!(output == own, "{blocks:?}");
+            assert_eq!(reports, own_reports, "{blocks:?}");
+        }
+        let text = String::from_utf8(own).unwrap();
+        assert!(
+            text.contains("\tlabel 4\\nmore text 4\n"),
+            "Q8's continuation"
+        );
+        assert!(text.contains("\tlabel 0\n"), "a label before a stage line");
+        assert!(text.contains("\tspaced 6\n"), "a label separated by spaces");
+        for rule in [Rule::Q3, Rule::Q8, Rule::Q9, Rule::Q19] {
+            assert!(
+                own_reports.iter().any(|report| report.0 == rule),
+                "{rule:?}"
+            );
+        }
     }
 
     #[test]

@@ -217,17 +217,32 @@ pub(crate) fn read_cycle(window: &[u8; 32], len: usize) -> Option<(Numbers, Odd)
     Some((numbers, odd | q1(cycles.odd())))
 }
 
-/// Reads the `L` line `line` (`window` holding its first 32 bytes and what follows them)
-/// into `out`, as [`read`] reads `I`, `R` and `W`: the id and the kind numbers, padded or
-/// not, then the text as written, with no TAB (Q9); or fields separated by spaces (Q19),
-/// the text the rest of the line after the one space that follows the kind. `None` for any
-/// other line, an empty text and a kind past 2 among them.
+/// An `L` line as [`read_label`] reads it.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Label<'a> {
+    pub(crate) id: i64,
+    pub(crate) kind: u8,
+    pub(crate) text: &'a [u8],
+}
+
+impl<'a> Label<'a> {
+    /// The label as a parsed line.
+    pub(crate) fn line(self) -> Line<&'a [u8]> {
+        Line::Command(Command::Label {
+            id: self.id,
+            kind: self.kind,
+            text: self.text,
+        })
+    }
+}
+
+/// Reads the `L` line `line` (`window` holding its first 32 bytes and what follows them),
+/// as [`read`] reads `I`, `R` and `W`: the id and the kind numbers, padded or not, then the
+/// text as written, with no TAB (Q9); or fields separated by spaces (Q19), the text the
+/// rest of the line after the one space that follows the kind. `None` for any other line,
+/// an empty text and a kind past 2 among them.
 #[inline(always)]
-pub(crate) fn read_label<'a>(
-    window: &[u8; 32],
-    line: &'a [u8],
-    out: &mut Line<&'a [u8]>,
-) -> Option<Odd> {
+pub(crate) fn read_label<'a>(window: &[u8; 32], line: &'a [u8]) -> Option<(Label<'a>, Odd)> {
     let tabbed = separated_by_tabs(window)?;
     if window[0] != b'L' {
         return None;
@@ -275,12 +290,12 @@ pub(crate) fn read_label<'a>(
     if kind.value > 2 {
         return None;
     }
-    *out = Line::Command(Command::Label {
+    let label = Label {
         id: id.value,
         kind: kind.value as u8,
         text,
-    });
-    Some(odd | q1(id.odd() | kind.odd()))
+    };
+    Some((label, odd | q1(id.odd() | kind.odd())))
 }
 
 /// Whether the fields of the line at the start of `window` are separated by TABs (`true`)
@@ -448,7 +463,10 @@ mod tests {
             let window = window_of(&line);
             let mut read_out = Line::Blank;
             let read = match command {
-                b'L' => read_label(&window, &line, &mut read_out),
+                b'L' => read_label(&window, &line).map(|(label, odd)| {
+                    read_out = label.line();
+                    odd
+                }),
                 _ => read_cycle(&window, line.len()).map(|(numbers, odd)| {
                     read_out = Line::Command(numbers.command());
                     odd
