@@ -250,14 +250,7 @@ impl Op {
                 len: (second.value >> 32) as u32,
             },
         });
-        // The next line is the next op if one comes before `item`, else `item`, which goes
-        // on with the label if it is no command (Q8); at the end of the batch, not known.
-        let label_ends = || {
-            let until = item.map_or(u64::MAX, |item| item.number - batch.first_line);
-            let next_op = batch.ops.get(at + self.width());
-            next_op.is_some_and(|next| u64::from(next.line) < until)
-                || item.is_some_and(|item| !matches!(item.parsed, Line::Other(_)))
-        };
+        let label_ends = || label_ends(batch, batch.ops.get(at + self.width()), item);
         let text: &[u8] = &batch.text;
         normalizer.parsed(&label, |span| span.of(text), label_ends, number, diag)
     }
@@ -274,7 +267,7 @@ impl Op {
 
     /// Hands `normalizer` the `I`, `R`, `W`, `C` or `L` line `number` of this op, `second`
     /// the op after it: the command told once, here. `at` is where the op is: its batch,
-    /// its place among the ops, and the item after it, for a label's text and its end.
+    /// its place among the ops, and the next item, for a label's text and its end.
     #[inline(always)]
     fn take<W: Write + Send + 'static>(
         self,
@@ -733,13 +726,16 @@ impl OwnParser {
     }
 }
 
-/// Whether the line after `items[at]` is known not to go on with a label (Q8): the last
-/// line of a batch has its next line in the next batch.
+/// Whether the line after a label in `batch` is known not to go on with it (Q8), given the
+/// op and the item that come after the label: the next line is the op if it comes before
+/// the item, else the item, which goes on with the label only if it is no command. With
+/// neither, the next line is in the next batch: not known.
 #[inline(always)]
-fn label_ends_after(items: &[Item], at: usize) -> bool {
-    items
-        .get(at + 1)
-        .is_some_and(|next| !matches!(next.parsed, Line::Other(_)))
+fn label_ends(batch: &Batch, next_op: Option<&Op>, next_item: Option<&Item>) -> bool {
+    let op_first = next_op.is_some_and(|op| {
+        next_item.is_none_or(|item| batch.first_line + u64::from(op.line) < item.number)
+    });
+    op_first || next_item.is_some_and(|item| !matches!(item.parsed, Line::Other(_)))
 }
 
 /// Bytes read into a batch at a time. A quarter of a megabyte, so that a block and its
@@ -1060,32 +1056,28 @@ impl TakeLines for IntoBatch<'_> {
         _diag: &mut Diagnostics,
     ) -> Result<(), Error> {
         let text = span(label.text, self.block, self.rebuilt);
-        match u32::try_from(number - self.first) {
-            Ok(line) => {
-                self.ops.push(Op {
-                    value: label.id,
-                    line,
-                    small: u16::from(label.kind),
-                    name: 0,
-                    kind: OpKind::Label,
-                });
-                self.ops.push(Op {
-                    value: i64::from(text.start) | i64::from(text.len) << 32,
-                    line,
-                    small: 0,
-                    name: 0,
-                    kind: OpKind::Cycle,
-                });
-            }
-            Err(_) => self.items.push(Item {
+        // A line number that fits no op (never, in blocks of `BLOCK`): as an item.
+        let Ok(line) = u32::try_from(number - self.first) else {
+            self.items.push(Item {
                 number,
-                parsed: Line::Command(Command::Label {
-                    id: label.id,
-                    kind: label.kind,
-                    text,
-                }),
-            }),
-        }
+                parsed: label.line().map(|_| text),
+            });
+            return Ok(());
+        };
+        self.ops.push(Op {
+            value: label.id,
+            line,
+            small: u16::from(label.kind),
+            name: 0,
+            kind: OpKind::Label,
+        });
+        self.ops.push(Op {
+            value: i64::from(text.start) | i64::from(text.len) << 32,
+            line,
+            small: 0,
+            name: 0,
+            kind: OpKind::Cycle,
+        });
         Ok(())
     }
 
@@ -1526,15 +1518,7 @@ fn normalize_batch<W: Write + Send + 'static>(
     let mut next_op = 0;
     for (at, item) in items.iter().enumerate() {
         next_op = normalize_ops(normalizer, batch, next_op, Some(item), diag)?;
-        let label_ends = || {
-            // The next line is an op (a command), or an item that is no label's
-            // continuation.
-            let next_item = items.get(at + 1);
-            let next_is_stage = ops.get(next_op).is_some_and(|op| {
-                next_item.is_none_or(|next| batch.first_line + u64::from(op.line) < next.number)
-            });
-            next_is_stage || label_ends_after(items, at)
-        };
+        let label_ends = || label_ends(batch, ops.get(next_op), items.get(at + 1));
         let text_of = |span: Span| span.of(text);
         normalizer.parsed(&item.parsed, text_of, label_ends, item.number, diag)?;
         if let Some(error) = strict_error(diag) {
@@ -1861,6 +1845,13 @@ mod tests {
         (finished.unwrap().unwrap().output, reports)
     }
 
+    /// Asserts that each of `rules` was reported among `reports`.
+    fn assert_reported(reports: &EveryReport, rules: &[Rule]) {
+        for rule in rules {
+            assert!(reports.iter().any(|report| report.0 == *rule), "{rule:?}");
+        }
+    }
+
     #[test]
     fn labels_cross_as_ops_and_end_or_go_on_as_the_next_line_says() {
         // A label line crosses as an op; whether it is written at once or held for a
@@ -1900,12 +1891,7 @@ mod tests {
         );
         assert!(text.contains("\tlabel 0\n"), "a label before a stage line");
         assert!(text.contains("\tspaced 6\n"), "a label separated by spaces");
-        for rule in [Rule::Q3, Rule::Q8, Rule::Q9, Rule::Q19] {
-            assert!(
-                own_reports.iter().any(|report| report.0 == rule),
-                "{rule:?}"
-            );
-        }
+        assert_reported(&own_reports, &[Rule::Q3, Rule::Q8, Rule::Q9, Rule::Q19]);
     }
 
     #[test]
@@ -1940,12 +1926,7 @@ mod tests {
             text.contains("\t100\t70000\n"),
             "the thread of the first `I`"
         );
-        for rule in [Rule::Q1, Rule::Q19] {
-            assert!(
-                parsed_reports.iter().any(|report| report.0 == rule),
-                "{rule:?}"
-            );
-        }
+        assert_reported(&parsed_reports, &[Rule::Q1, Rule::Q19]);
     }
 
     #[test]
