@@ -14,14 +14,14 @@ use memchr::memchr;
 use crate::diag::{Diagnostics, Rule};
 
 mod fast;
+mod layout;
 mod number_line;
 mod stage_line;
 
 pub(crate) use number_line::{Label, Numbers};
 
 pub(crate) use stage_line::{
-    read as read_stage_line, read_plain as read_plain_stage_line, starts as starts_stage_line,
-    StageLine,
+    read_plain as read_plain_stage_line, starts as starts_stage_line, StageLine,
 };
 
 /// The Q1 report of a command line that was padded or had trailing fields (both readers).
@@ -385,6 +385,9 @@ pub(crate) struct LineParser {
     /// (near enough, the plain reader's). One number, so that a line adds to both with one
     /// addition: two counters took the compiler a dozen vector instructions a line.
     read_by_every_form: u64,
+    /// The layouts of the `S` and `E` lines read lately, for [`read_stage_line`](
+    /// Self::read_stage_line).
+    stage_layouts: stage_line::StageLayouts,
 }
 
 impl LineParser {
@@ -395,6 +398,7 @@ impl LineParser {
             counts: [0; 8],
             plain_first: true,
             read_by_every_form: 0,
+            stage_layouts: stage_line::StageLayouts::default(),
         }
     }
 
@@ -402,6 +406,15 @@ impl LineParser {
     #[inline(always)]
     pub(crate) fn plain_first(&self) -> bool {
         self.plain_first
+    }
+
+    /// Reads the `S` or `E` line of `len` bytes at the start of `window` (which goes on past
+    /// the line's end: the bytes after it are not looked at), in every form the readers of
+    /// masks take; `None` for any other line, and for the rare `S` and `E` lines the
+    /// field-by-field readers take.
+    #[inline(always)]
+    pub(crate) fn read_stage_line(&mut self, window: &[u8; 32], len: usize) -> Option<StageLine> {
+        self.stage_layouts.read(window, len)
     }
 
     /// Counts the `S` or `E` line of `len` bytes read as `stage` by the reader of every

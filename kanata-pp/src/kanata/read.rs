@@ -24,8 +24,8 @@ use crate::input::progress::Progress;
 use crate::input::ReadBuffer;
 use crate::kanata::normalize::{KanataNormalizer, NumberedStages};
 use crate::kanata::parse::{
-    read_plain_stage_line, read_stage_line, starts_a_command, starts_stage_line, Command,
-    FromMasks, Label, Line, LineParser, Numbers, RetireType, SimId, StageLine,
+    read_plain_stage_line, starts_a_command, starts_stage_line, Command, FromMasks, Label, Line,
+    LineParser, Numbers, RetireType, SimId, StageLine,
 };
 use crate::kanata::scan::LineEnds;
 use crate::kanata::stage_names::StageNames;
@@ -1325,7 +1325,7 @@ fn take_stage_lines_with<const PLAIN_FIRST: bool>(
             let stage = match plain {
                 Some(stage) => stage,
                 None => {
-                    let Some(stage) = read_stage_line(window, len) else {
+                    let Some(stage) = parser.read_stage_line(window, len) else {
                         break Ok(());
                     };
                     parser.read_by_every_form(&stage, len);

@@ -3,7 +3,7 @@
 //! each class becomes a mask with a bit a byte, and the fields are found from the masks by
 //! bit counts instead of a byte at a time.
 //!
-//! [`read`] takes the lines [`super::fast::parse_into`] reads as `S` or `E`, with TAB-separated
+//! [`StageLayouts::read`] takes the lines [`super::fast::parse_into`] reads as `S` or `E`, with TAB-separated
 //! fields or fields separated by spaces (Q19), padded with spaces or not, numbers written
 //! plain or with a `+` or leading zeros (Q1, Q20), and gives exactly what it gives, repairs
 //! included; anything rarer (other white space at the ends of the name, a `/`, a line longer
@@ -11,6 +11,7 @@
 
 use super::fast::{Odd, Q1, Q19, Q20};
 use super::is_space;
+use super::layout::{Key, Layouts, NumberLayout};
 use crate::kanata::scan::{at_most_in_16, digits_in_16, matches_in_16};
 
 /// The bytes of a line that are of each class the fields are told by, one bit each (bit 0
@@ -23,7 +24,7 @@ pub(super) struct Classes {
     pub(super) slash: u32,
 }
 
-/// An `S` or `E` line as [`read`] found it.
+/// An `S` or `E` line as [`StageLayouts::read`] found it.
 pub(crate) struct StageLine {
     /// `E`, not `S`.
     pub(crate) end: bool,
@@ -40,14 +41,14 @@ pub(crate) struct StageLine {
 const STAGE_LETTER_BITS: u64 = 1 << (b'S' - 64) | 1 << (b'E' - 64);
 
 /// Whether `letter` is `S` or `E`, found by a bit test and by no comparison with either:
-/// any branch on the answer is taken alike for both (see [`read`]).
+/// any branch on the answer is taken alike for both (see [`StageLayouts::read`]).
 #[inline(always)]
 fn is_stage_letter(letter: u8) -> bool {
     (letter >> 6 == 1) & (STAGE_LETTER_BITS >> (letter & 63) & 1 != 0)
 }
 
 /// Whether `bytes` starts as a stage line does, with an `S` or an `E` and a TAB or a space:
-/// no branch on which letter or separator (see [`read`]).
+/// no branch on which letter or separator (see [`StageLayouts::read`]).
 #[inline(always)]
 pub(crate) fn starts(bytes: &[u8]) -> bool {
     match bytes {
@@ -58,41 +59,163 @@ pub(crate) fn starts(bytes: &[u8]) -> bool {
     }
 }
 
-/// Reads the `S` or `E` line of `len` bytes at the start of `window` (which goes on past the
-/// line's end: the bytes after it are not looked at); `None` for any other line, and for the
-/// rare `S` and `E` lines the field-by-field readers take.
-#[inline(always)]
-pub(crate) fn read(window: &[u8; 32], len: usize) -> Option<StageLine> {
-    // No branch on which of the two letters it is: `S` and `E` lines follow one another at
-    // random, and a `match` on the letter (or a table of the letters, which the compiler
-    // turned back into comparisons) took a branch on it, mispredicted on every other line
-    // (callgrind's branch simulation: 234 K of the 1.7 M mispredictions of the parse of
-    // make_padded's 15 MB).
-    if !is_stage_letter(window[0]) {
-        return None;
-    }
-    let end = window[0] == b'E';
-    if len > 32 {
-        return None;
-    }
-    match window[1] {
-        b'\t' => {}
-        b' ' => return read_spaced(window, len, end),
-        _ => return None,
-    }
-    // All 32 bytes: padded logs mix lines shorter and longer than 16 bytes at random, and a
-    // branch on it was mispredicted (callgrind's branch simulation).
-    let classes = classify_all(window, len);
-    if classes.slash != 0 {
-        // Perhaps a trailing comment (Q3).
-        return None;
-    }
-    read_tabbed(window, len, end, classes)
+/// The reader of `S` and `E` lines from the masks of their bytes, with the layouts of the
+/// lines read lately (see [`Layouts`]): most of the work skipped for a line whose TABs,
+/// spaces and digits are the bytes of one read before.
+///
+/// Besides the classes of its bytes, what the readers of the fields make of a line depends on the bytes of
+/// its numbers ([`NumberLayout`]) and on the name's first and last bytes: white space other
+/// than a space or a TAB there (a CR, say) sends the line to the field-by-field reader.
+/// make_padded's log has about a thousand layouts of `S` and `E` lines among its 444 K.
+pub(crate) struct StageLayouts(Layouts<StageLayout>);
+
+/// Where the fields of an `S` or `E` line are, for the lines with its key.
+#[derive(Clone, Copy)]
+struct StageLayout {
+    id: NumberLayout,
+    lane: NumberLayout,
+    name_start: u8,
+    name_end: u8,
+    /// The repairs every line with the key needs; a leading zero adds Q1 for the id, Q20
+    /// for the lane.
+    odd: Odd,
 }
 
-/// [`read`] of a line whose fields are TAB-separated.
+impl StageLayout {
+    /// The layout of the line `fields` were read from; `None` for one whose numbers it
+    /// cannot read.
+    fn of(fields: &Fields) -> Option<StageLayout> {
+        Some(StageLayout {
+            id: NumberLayout::of(&fields.id)?,
+            lane: NumberLayout::of(&fields.lane)?,
+            name_start: fields.line.name_start as u8,
+            name_end: fields.line.name_end as u8,
+            odd: fields.odd_of_classes,
+        })
+    }
+
+    /// The stage line in `window`, whose key is this layout's; `None` where one of the
+    /// bytes the layout does not tell is not what the readers of the fields need (then
+    /// they decide).
+    #[inline(always)]
+    fn read(&self, window: &[u8; 32], end: bool) -> Option<StageLine> {
+        let name_start = usize::from(self.name_start);
+        let name_end = usize::from(self.name_end);
+        // The name's ends are neither spaces nor TABs (the key says): only the white space
+        // of the field-by-field reader's to trim, LF to CR, is looked for.
+        let other_space = |byte: u8| byte.wrapping_sub(b'\n') <= b'\r' - b'\n';
+        let holds = self.id.plus_holds(window)
+            & self.lane.plus_holds(window)
+            & !other_space(window[name_start % 32])
+            & !other_space(window[name_end.wrapping_sub(1) % 32]);
+        if !holds {
+            return None;
+        }
+        let lane = if self.lane.digits() == 1 {
+            self.lane.digit(window)
+        } else {
+            self.lane.value(window)
+        };
+        Some(StageLine {
+            end,
+            id: self.id.value(window),
+            lane: lane as u32,
+            name_start,
+            name_end,
+            odd: self.odd
+                | if self.id.leading_zero(window) { Q1 } else { 0 }
+                | if self.lane.leading_zero(window) {
+                    Q20
+                } else {
+                    0
+                },
+        })
+    }
+}
+
+impl Default for StageLayouts {
+    fn default() -> Self {
+        StageLayouts(Layouts::new(StageLayout {
+            id: NumberLayout::NONE,
+            lane: NumberLayout::NONE,
+            name_start: 0,
+            name_end: 1,
+            odd: 0,
+        }))
+    }
+}
+
+impl StageLayouts {
+    /// Reads the `S` or `E` line of `len` bytes at the start of `window` (which goes on
+    /// past the line's end: the bytes after it are not looked at); `None` for any other
+    /// line, and for the rare `S` and `E` lines the field-by-field readers take. Through
+    /// the layout of a line read before with the same key when there is one; a line read
+    /// field by field leaves its layout in its slot.
+    #[inline(always)]
+    pub(crate) fn read(&mut self, window: &[u8; 32], len: usize) -> Option<StageLine> {
+        // No branch on which of the two letters it is: `S` and `E` lines follow one another
+        // at random, and a `match` on the letter (or a table of the letters, which the
+        // compiler turned back into comparisons) took a branch on it, mispredicted on every
+        // other line (callgrind's branch simulation: 234 K of the 1.7 M mispredictions of
+        // the parse of make_padded's 15 MB).
+        if !is_stage_letter(window[0]) {
+            return None;
+        }
+        let end = window[0] == b'E';
+        if len > 32 {
+            return None;
+        }
+        // All 32 bytes: padded logs mix lines shorter and longer than 16 bytes at random,
+        // and a branch on it was mispredicted (callgrind's branch simulation).
+        let classes = classify_all(window, len);
+        if classes.slash != 0 {
+            // Perhaps a trailing comment (Q3).
+            return None;
+        }
+        // One key for both letters: the layout is the same.
+        let key = Key::new(classes, len, b'S');
+        if let Some(stage) = self.0.get(&key).and_then(|layout| layout.read(window, end)) {
+            return Some(stage);
+        }
+        self.read_and_learn(window, len, end, classes, &key)
+    }
+
+    /// [`StageLayouts::read`](Self::read) of a line whose layout is not known, field by field, and its
+    /// layout learnt. Out of line: a fortieth of the lines of make_padded's log come here.
+    #[inline(never)]
+    fn read_and_learn(
+        &mut self,
+        window: &[u8; 32],
+        len: usize,
+        end: bool,
+        classes: Classes,
+        key: &Key,
+    ) -> Option<StageLine> {
+        let fields = match window[1] {
+            b'\t' => read_tabbed(window, len, end, classes),
+            b' ' => read_spaced(window, len, end, classes),
+            _ => None,
+        }?;
+        if let Some(layout) = StageLayout::of(&fields) {
+            self.0.set(key, layout);
+        }
+        Some(fields.line)
+    }
+}
+
+/// A stage line as the readers of every form found it, with where its fields are (for
+/// [`StageLayout`]).
+struct Fields {
+    line: StageLine,
+    id: Number,
+    lane: Number,
+    /// The repairs the classes of the line's bytes tell, the leading zeros' not among them.
+    odd_of_classes: Odd,
+}
+
+/// Reads the stage line whose fields are TAB-separated.
 #[inline(always)]
-fn read_tabbed(window: &[u8; 32], len: usize, end: bool, classes: Classes) -> Option<StageLine> {
+fn read_tabbed(window: &[u8; 32], len: usize, end: bool, classes: Classes) -> Option<Fields> {
     // The TABs after the first, and the line end: the first ends the id, the next the lane,
     // the next the name, and more means trailing fields (Q1). Each field is the bits
     // between two ends, found by subtraction.
@@ -115,25 +238,27 @@ fn read_tabbed(window: &[u8; 32], len: usize, end: bool, classes: Classes) -> Op
     let (name_start, name_end) = name_bounds(window, name)?;
     let trimmed = u64::from(name_field) != (1 << name_end) - (1 << name_start);
     let q1 = id.spaced | id.signed_or_zero | lane.spaced | trimmed | trailing;
-    Some(StageLine {
-        end,
-        id: id.value,
-        lane: lane.value as u32,
-        name_start,
-        name_end,
-        odd: if q1 { Q1 } else { 0 } | if lane.signed_or_zero { Q20 } else { 0 },
+    let q1_of_classes = id.spaced | id.plus | lane.spaced | trimmed | trailing;
+    Some(Fields {
+        line: StageLine {
+            end,
+            id: id.value,
+            lane: lane.value as u32,
+            name_start,
+            name_end,
+            odd: if q1 { Q1 } else { 0 } | if lane.signed_or_zero { Q20 } else { 0 },
+        },
+        odd_of_classes: if q1_of_classes { Q1 } else { 0 } | if lane.plus { Q20 } else { 0 },
+        id,
+        lane,
     })
 }
 
-/// [`read`] of a line whose fields are separated by spaces and that has no TAB (Q19): the id
-/// and the lane are words, and the name is the rest of the line after the one space that
-/// follows the lane, trimmed, as [`super::fast`] splits such a line. Out of line: inlined,
-/// it cost the TAB-separated lines more than the call costs these.
-#[inline(never)]
-fn read_spaced(window: &[u8; 32], len: usize, end: bool) -> Option<StageLine> {
-    // All 32 bytes, as `read` classifies them: a branch on whether the line ends in its
-    // first 16 bytes was mispredicted, these lines ending there about every other time.
-    let classes = classify_all(window, len);
+/// Reads the stage line whose fields are separated by spaces and that has no TAB (Q19):
+/// the id and the lane are words, and the name is the rest of the line after the one space
+/// that follows the lane, trimmed, as [`super::fast`] splits such a line.
+#[inline(always)]
+fn read_spaced(window: &[u8; 32], len: usize, end: bool, classes: Classes) -> Option<Fields> {
     if classes.tab | classes.slash != 0 {
         return None;
     }
@@ -152,15 +277,20 @@ fn read_spaced(window: &[u8; 32], len: usize, end: bool) -> Option<StageLine> {
     }
     let name = words & !((2 << lane_end) - 1);
     let (name_start, name_end) = name_bounds(window, name)?;
-    Some(StageLine {
-        end,
-        id: id.value,
-        lane: lane.value as u32,
-        name_start,
-        name_end,
-        odd: Q19
-            | if id.signed_or_zero { Q1 } else { 0 }
-            | if lane.signed_or_zero { Q20 } else { 0 },
+    Some(Fields {
+        line: StageLine {
+            end,
+            id: id.value,
+            lane: lane.value as u32,
+            name_start,
+            name_end,
+            odd: Q19
+                | if id.signed_or_zero { Q1 } else { 0 }
+                | if lane.signed_or_zero { Q20 } else { 0 },
+        },
+        odd_of_classes: Q19 | if id.plus { Q1 } else { 0 } | if lane.plus { Q20 } else { 0 },
+        id,
+        lane,
     })
 }
 
@@ -198,11 +328,11 @@ fn name_bounds(window: &[u8; 32], name: u32) -> Option<(usize, usize)> {
     Some((name_start, name_end))
 }
 
-/// [`read`] for the shortest and commonest lines only, in far fewer instructions: under 16
+/// [`StageLayouts::read`] for the shortest and commonest lines only, in far fewer instructions: under 16
 /// bytes, three TABs and no other byte up to a space (no padding, no CR, no white space in
 /// the name), no `/`, an id of up to 8 digits without a leading zero, a lane of one digit, a
-/// name. `None` for any other line (which [`read`] may still take); what it takes, it reads
-/// exactly as [`read`] does.
+/// name. `None` for any other line (which [`StageLayouts::read`] may still take); what it takes, it reads
+/// exactly as [`StageLayouts::read`] does.
 ///
 /// The conditions are comparisons of masks, joined before the branch that decides, but for
 /// padding, which most lines that are not read here have and which is found first.
@@ -261,6 +391,11 @@ pub(super) struct Number {
     pub(super) spaced: bool,
     /// A `+` or a leading zero (`+5`, `007`): Q1's to report, or for a lane Q20's.
     pub(super) signed_or_zero: bool,
+    /// Where its first digit is in the window, and how many digits (for [`NumberLayout`]).
+    pub(super) first: u8,
+    pub(super) digits: u8,
+    /// Whether a `+` comes before the digits.
+    pub(super) plus: bool,
 }
 
 impl Number {
@@ -300,6 +435,9 @@ pub(super) fn number(
             value: i64::from(digit),
             spaced,
             signed_or_zero: false,
+            first: start as u8,
+            digits: 1,
+            plus: false,
         });
     }
     // A `+` before the digits (`+5`: Q1's, or for a lane Q20's), read here rather than out
@@ -309,18 +447,17 @@ pub(super) fn number(
         return None;
     }
     let first = start + usize::from(plus);
-    let value = digits_value(
-        window,
-        first,
-        run.trailing_ones() - u32::from(plus),
-        max_digits,
-    )?;
+    let digits = run.trailing_ones() - u32::from(plus);
+    let value = digits_value(window, first, digits, max_digits)?;
     Some(Number {
         value,
         spaced,
         // Leading zeros, read here rather than out of line: a padded log has them on one
         // line in ten, at random.
         signed_or_zero: plus | (window[first] == b'0'),
+        first: first as u8,
+        digits: digits as u8,
+        plus,
     })
 }
 
@@ -394,13 +531,31 @@ mod tests {
     use super::*;
     use crate::kanata::parse::{Command, Line};
 
-    /// `line` read by [`read`], with `after` following it in the window.
+    /// `line` read by [`StageLayouts::read`], with `after` following it in the window: by
+    /// the readers of the fields, then through the layout they learnt, which must read it
+    /// the same.
     fn read_line(line: &[u8], after: &[u8]) -> Option<StageLine> {
         let mut window = [b'\n'; 32];
         let bytes: Vec<u8> = line.iter().chain(b"\n").chain(after).copied().collect();
         let len = bytes.len().min(32);
         window[..len].copy_from_slice(&bytes[..len]);
-        read(&window, line.len())
+        let mut layouts = StageLayouts::default();
+        let read = layouts.read(&window, line.len());
+        let again = layouts.read(&window, line.len());
+        assert_eq!(read.as_ref().map(parts), again.as_ref().map(parts));
+        read
+    }
+
+    /// What a stage line holds, to compare.
+    fn parts(stage: &StageLine) -> (bool, i64, u32, usize, usize, Odd) {
+        (
+            stage.end,
+            stage.id,
+            stage.lane,
+            stage.name_start,
+            stage.name_end,
+            stage.odd,
+        )
     }
 
     /// What the one-pass reader makes of `line`: the stage line and its repairs.
@@ -519,8 +674,11 @@ mod tests {
         }
     }
 
-    /// Random lines made of the pieces stage lines are made of, read by [`read`] and by the
-    /// one-pass reader: whatever `read` takes, it reads as that reader does.
+    /// Random lines made of the pieces stage lines are made of, read by [`StageLayouts::read`]
+    /// and by the one-pass reader: whatever `read` takes, it reads as that reader does, by
+    /// the readers of the fields and through a layout learnt from another line with the
+    /// same key (one table for all the lines: the bytes a layout does not tell, a `+`, a
+    /// `-`, a leading zero, a CR, differ from the line it was learnt from).
     #[test]
     fn every_line_taken_is_read_as_the_one_pass_reader_reads_it() {
         let mut state = 0x9e37_79b9_7f4a_7c15u64;
@@ -551,6 +709,8 @@ mod tests {
         let mut taken = 0;
         let mut plain_taken = 0;
         let mut spaced_taken = 0;
+        let mut layouts = StageLayouts::default();
+        let mut through_a_layout = 0;
         for _ in 0..300_000 {
             let mut line = vec![[b'S', b'E', b'I', b'L'][next(4)]];
             // Mostly the shape of a stage line, its fields separated by TABs or by spaces
@@ -586,29 +746,28 @@ mod tests {
             window[..len].copy_from_slice(&bytes[..len]);
             if let Some(plain) = read_plain(&window, line.len()) {
                 plain_taken += 1;
-                let stage = read(&window, line.len()).expect("read takes what read_plain takes");
+                let stage = read_line(&line, &after).expect("read takes what read_plain takes");
                 assert_eq!(
-                    (
-                        plain.end,
-                        plain.id,
-                        plain.lane,
-                        plain.name_start,
-                        plain.name_end,
-                        plain.odd
-                    ),
-                    (
-                        stage.end,
-                        stage.id,
-                        stage.lane,
-                        stage.name_start,
-                        stage.name_end,
-                        stage.odd
-                    ),
+                    parts(&plain),
+                    parts(&stage),
                     "{:?}",
                     line.escape_ascii().to_string()
                 );
             }
-            let Some(stage) = read_line(&line, &after) else {
+            let fresh = read_line(&line, &after);
+            if line.len() <= 32 {
+                let classes = classify_all(&window, line.len());
+                let key = Key::new(classes, line.len(), b'S');
+                through_a_layout += usize::from(layouts.0.get(&key).is_some());
+            }
+            let shared = layouts.read(&window, line.len());
+            assert_eq!(
+                fresh.as_ref().map(parts),
+                shared.as_ref().map(parts),
+                "{:?}",
+                line.escape_ascii().to_string()
+            );
+            let Some(stage) = fresh else {
                 continue;
             };
             taken += 1;
@@ -622,6 +781,10 @@ mod tests {
             );
         }
         assert!(taken > 10_000, "{taken} lines taken");
+        assert!(
+            through_a_layout > 10_000,
+            "{through_a_layout} lines found a layout"
+        );
         assert!(
             spaced_taken > 1_000,
             "{spaced_taken} lines with spaces taken"
