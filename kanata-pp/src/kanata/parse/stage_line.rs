@@ -3,11 +3,11 @@
 //! each class becomes a mask with a bit a byte, and the fields are found from the masks by
 //! bit counts instead of a byte at a time.
 //!
-//! [`StageLayouts::read`] takes the lines [`super::fast::parse_into`] reads as `S` or `E`, with TAB-separated
-//! fields or fields separated by spaces (Q19), padded with spaces or not, numbers written
-//! plain or with a `+` or leading zeros (Q1, Q20), and gives exactly what it gives, repairs
-//! included; anything rarer (other white space at the ends of the name, a `/`, a line longer
-//! than 32 bytes) is left to it.
+//! [`StageLayouts::read`] takes the lines [`super::fast::parse_into`] reads as `S` or `E`,
+//! with TAB-separated fields or fields separated by spaces (Q19), padded with spaces or
+//! not, numbers written plain or with a `+` or leading zeros (Q1, Q20), and gives exactly
+//! what it gives, repairs included; anything rarer (other white space at the ends of the
+//! name, a `/`, a line longer than 32 bytes) is left to it.
 
 use super::fast::{Odd, Q1, Q19, Q20};
 use super::is_space;
@@ -63,9 +63,10 @@ pub(crate) fn starts(bytes: &[u8]) -> bool {
 /// lines read lately (see [`Layouts`]): most of the work skipped for a line whose TABs,
 /// spaces and digits are the bytes of one read before.
 ///
-/// Besides the classes of its bytes, what the readers of the fields make of a line depends on the bytes of
-/// its numbers ([`NumberLayout`]) and on the name's first and last bytes: white space other
-/// than a space or a TAB there (a CR, say) sends the line to the field-by-field reader.
+/// Besides the classes of its bytes, what the readers of the fields make of a line depends
+/// on the bytes of its numbers ([`NumberLayout`]) and on the name's first and last bytes:
+/// white space other than a space or a TAB there (a CR, say) sends the line to the
+/// field-by-field reader.
 /// make_padded's log has about a thousand layouts of `S` and `E` lines among its 444 K.
 pub(crate) struct StageLayouts(Layouts<StageLayout>);
 
@@ -180,7 +181,7 @@ impl StageLayouts {
         self.read_and_learn(window, len, end, classes, &key)
     }
 
-    /// [`StageLayouts::read`](Self::read) of a line whose layout is not known, field by field, and its
+    /// [`read`](Self::read) of a line whose layout is not known, field by field, and its
     /// layout learnt. Out of line: a fortieth of the lines of make_padded's log come here.
     #[inline(never)]
     fn read_and_learn(
@@ -328,11 +329,11 @@ fn name_bounds(window: &[u8; 32], name: u32) -> Option<(usize, usize)> {
     Some((name_start, name_end))
 }
 
-/// [`StageLayouts::read`] for the shortest and commonest lines only, in far fewer instructions: under 16
-/// bytes, three TABs and no other byte up to a space (no padding, no CR, no white space in
-/// the name), no `/`, an id of up to 8 digits without a leading zero, a lane of one digit, a
-/// name. `None` for any other line (which [`StageLayouts::read`] may still take); what it takes, it reads
-/// exactly as [`StageLayouts::read`] does.
+/// [`StageLayouts::read`] for the shortest and commonest lines only, in far fewer
+/// instructions: under 16 bytes, three TABs and no other byte up to a space (no padding, no
+/// CR, no white space in the name), no `/`, an id of up to 8 digits without a leading zero,
+/// a lane of one digit, a name. `None` for any other line (which [`StageLayouts::read`] may
+/// still take); what it takes, it reads exactly as [`StageLayouts::read`] does.
 ///
 /// The conditions are comparisons of masks, joined before the branch that decides, but for
 /// padding, which most lines that are not read here have and which is found first.
