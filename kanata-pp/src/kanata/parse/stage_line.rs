@@ -214,6 +214,29 @@ struct Fields {
     odd_of_classes: Odd,
 }
 
+impl Fields {
+    /// The line of `id`, `lane` and the name between `name`'s bounds, which needs the
+    /// repairs `form` for how its fields are separated and padded, and those its numbers
+    /// need: Q1 for a `+` or a leading zero in the id, Q20 in the lane.
+    #[inline(always)]
+    fn new(end: bool, id: Number, lane: Number, name: (usize, usize), form: Odd) -> Fields {
+        let signs = |id: bool, lane: bool| if id { Q1 } else { 0 } | if lane { Q20 } else { 0 };
+        Fields {
+            line: StageLine {
+                end,
+                id: id.value,
+                lane: lane.value as u32,
+                name_start: name.0,
+                name_end: name.1,
+                odd: form | signs(id.signed_or_zero, lane.signed_or_zero),
+            },
+            odd_of_classes: form | signs(id.plus, lane.plus),
+            id,
+            lane,
+        }
+    }
+}
+
 /// Reads the stage line whose fields are TAB-separated.
 #[inline(always)]
 fn read_tabbed(window: &[u8; 32], len: usize, end: bool, classes: Classes) -> Option<Fields> {
@@ -238,21 +261,14 @@ fn read_tabbed(window: &[u8; 32], len: usize, end: bool, classes: Classes) -> Op
     let name = name_field & !classes.space;
     let (name_start, name_end) = name_bounds(window, name)?;
     let trimmed = u64::from(name_field) != (1 << name_end) - (1 << name_start);
-    let q1 = id.spaced | id.signed_or_zero | lane.spaced | trimmed | trailing;
-    let q1_of_classes = id.spaced | id.plus | lane.spaced | trimmed | trailing;
-    Some(Fields {
-        line: StageLine {
-            end,
-            id: id.value,
-            lane: lane.value as u32,
-            name_start,
-            name_end,
-            odd: if q1 { Q1 } else { 0 } | if lane.signed_or_zero { Q20 } else { 0 },
-        },
-        odd_of_classes: if q1_of_classes { Q1 } else { 0 } | if lane.plus { Q20 } else { 0 },
+    let padded = id.spaced | lane.spaced | trimmed | trailing;
+    Some(Fields::new(
+        end,
         id,
         lane,
-    })
+        (name_start, name_end),
+        if padded { Q1 } else { 0 },
+    ))
 }
 
 /// Reads the stage line whose fields are separated by spaces and that has no TAB (Q19):
@@ -277,22 +293,8 @@ fn read_spaced(window: &[u8; 32], len: usize, end: bool, classes: Classes) -> Op
         return None;
     }
     let name = words & !((2 << lane_end) - 1);
-    let (name_start, name_end) = name_bounds(window, name)?;
-    Some(Fields {
-        line: StageLine {
-            end,
-            id: id.value,
-            lane: lane.value as u32,
-            name_start,
-            name_end,
-            odd: Q19
-                | if id.signed_or_zero { Q1 } else { 0 }
-                | if lane.signed_or_zero { Q20 } else { 0 },
-        },
-        odd_of_classes: Q19 | if id.plus { Q1 } else { 0 } | if lane.plus { Q20 } else { 0 },
-        id,
-        lane,
-    })
+    let name = name_bounds(window, name)?;
+    Some(Fields::new(end, id, lane, name, Q19))
 }
 
 /// The bits of the first word among `words` (the bytes of the line that are not spaces);
