@@ -1,8 +1,8 @@
 //! The layouts of the lines read lately: where the fields of a line are, found once for all
 //! the lines whose bytes are of the same classes.
 //!
-//! The readers of masks ([`super::stage_line`]'s) find a line's fields from the classes of
-//! its bytes: which are TABs, which spaces, which digits. Two lines whose bytes are of the
+//! The readers of [`super::stage_line`] find a line's fields from the classes of its
+//! bytes: which are TABs, which spaces, which digits. Two lines whose bytes are of the
 //! same classes have their fields in the same places, written the same way: only the digits
 //! differ, and the few other bytes a reader looks at (a `+` before a number, a leading
 //! zero). So the first such line's layout, kept in a slot found by hashing its key (the
