@@ -6,7 +6,7 @@
 //! same classes have their fields in the same places, written the same way: only the digits
 //! differ, and the few other bytes a reader looks at (a `+` before a number, a leading
 //! zero). So the first such line's layout, kept in a slot found by hashing its key (the
-//! classes, the length and the letter), reads every later one with no search for its fields
+//! classes and the length), reads every later one with no search for its fields
 //! and no branch on where they are or how they are written. Padded logs pad each field at
 //! random, and those branches were mispredicted there: make_padded's log has about a
 //! thousand layouts of `S` and `E` lines, and 97 % of its `S` and `E` lines find theirs.
@@ -34,21 +34,19 @@ struct Slot<T> {
 pub(super) struct Key {
     /// The line's TABs (low 32 bits) and spaces (high 32 bits), one bit a byte.
     blanks: u64,
-    /// The line's digits (low 32 bits), its length (the next 8) and the letter the layout
-    /// is for (the 8 above).
+    /// The line's digits (low 32 bits) and its length (above).
     digits: u64,
     slot: usize,
 }
 
 impl Key {
-    /// The key of the line of `len` bytes (at most 32) whose bytes are of `classes`, read
-    /// as a line of `letter`'s layouts. Only the line's bytes count: what follows it in
-    /// the window is not looked at.
+    /// The key of the line of `len` bytes (at most 32) whose bytes are of `classes`. Only
+    /// the line's bytes count: what follows it in the window is not looked at.
     #[inline(always)]
-    pub(super) fn new(classes: Classes, len: usize, letter: u8) -> Key {
+    pub(super) fn new(classes: Classes, len: usize) -> Key {
         let line = ((1u64 << len) - 1) as u32;
         let blanks = u64::from(classes.tab & line) | u64::from(classes.space & line) << 32;
-        let digits = u64::from(classes.digit & line) | (len as u64) << 32 | u64::from(letter) << 40;
+        let digits = u64::from(classes.digit & line) | (len as u64) << 32;
         let mixed = (blanks ^ digits.rotate_left(29)).wrapping_mul(0x9e37_79b9_7f4a_7c15);
         Key {
             blanks,

@@ -174,7 +174,7 @@ impl StageLayouts {
             return None;
         }
         // One key for both letters: the layout is the same.
-        let key = Key::new(classes, len, b'S');
+        let key = Key::new(classes, len);
         if let Some(stage) = self.0.get(&key).and_then(|layout| layout.read(window, end)) {
             return Some(stage);
         }
@@ -760,7 +760,7 @@ mod tests {
             let fresh = read_line(&line, &after);
             if line.len() <= 32 {
                 let classes = classify_all(&window, line.len());
-                let key = Key::new(classes, line.len(), b'S');
+                let key = Key::new(classes, line.len());
                 through_a_layout += usize::from(layouts.0.get(&key).is_some());
             }
             let shared = layouts.read(&window, line.len());
