@@ -1220,6 +1220,22 @@ impl<W: Write> Writer<W> {
         self.window.phase == Phase::Open
     }
 
+    /// Whether the writer discards its output ([`WriterBuilder::discard`]): it reads of a
+    /// label's text only whether anything of it would be written, and a caller that knows
+    /// that already may spare the text's bytes a trip through the cache.
+    ///
+    /// ```
+    /// # fn main() -> kanata_writer::Result<()> {
+    /// use kanata_writer::WriterBuilder;
+    /// let w = WriterBuilder::new().discard(true).from_writer(Vec::new())?;
+    /// assert!(w.discards());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn discards(&self) -> bool {
+        self.out.discard
+    }
+
     /// Whether `insn` is live: traced, begun and not yet retired or flushed.
     pub fn is_live(&self, insn: InsnId) -> bool {
         self.live.contains(insn.0)

@@ -802,6 +802,14 @@ impl<W: Write + Send + 'static> KanataNormalizer<W> {
             && self.writer.is_some()
     }
 
+    /// Whether a label's text is read, beyond whether anything of it is written: not when
+    /// the writer discards (`--check`) and no repeated label is dropped (`--dedupe`, which
+    /// compares the texts).
+    #[inline(always)]
+    pub(crate) fn reads_label_text(&self) -> bool {
+        self.repairs.dedupe || self.writer.as_ref().is_none_or(|writer| !writer.discards())
+    }
+
     /// The commonest `S` and `E` lines while [`Self::stages_go_straight`]: those of a live
     /// instruction, whose stage is known, that enter it, or leave it where it is open. For
     /// them it does what [`Self::numbered_stage`] does, without the checks a run of stage

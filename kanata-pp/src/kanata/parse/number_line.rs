@@ -240,7 +240,7 @@ impl<'a> Label<'a> {
 /// as [`read`] reads `I`, `R` and `W`: the id and the kind numbers, padded or not, then the
 /// text as written, with no TAB (Q9); or fields separated by spaces (Q19), the text the
 /// rest of the line after the one space that follows the kind. `None` for any other line,
-/// an empty text and a kind past 2 among them.
+/// an empty text, one that starts with a CR and a kind past 2 among them.
 #[inline(always)]
 pub(crate) fn read_label<'a>(window: &[u8; 32], line: &'a [u8]) -> Option<(Label<'a>, Odd)> {
     let tabbed = separated_by_tabs(window)?;
@@ -281,7 +281,11 @@ pub(crate) fn read_label<'a>(window: &[u8; 32], line: &'a [u8]) -> Option<(Label
         }
         (id_field, kind_field, kind_end + 1, Q19)
     };
-    let text = line.get(text_start..).filter(|text| !text.is_empty())?;
+    // Not empty, and not starting with a CR: a label read here is written, whatever else
+    // it holds (the normalizer counts on it, see `read::Op::take_label`).
+    let text = line
+        .get(text_start..)
+        .filter(|text| text.first().is_some_and(|&first| first != b'\r'))?;
     if crate::kanata::scan::contains_past_32(line, b'\t') {
         return None;
     }
