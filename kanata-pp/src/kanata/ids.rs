@@ -164,7 +164,7 @@ impl<L: Default + PartialEq> Ids<L> {
     }
 
     /// Takes the live instruction `id` out of the ring or the map.
-    #[inline]
+    #[inline(always)]
     fn take_live(&mut self, id: i64) -> Option<(InsnId, L)> {
         if let Some(slot) = self.ring_holding(id) {
             self.in_ring -= 1;
@@ -255,16 +255,18 @@ impl<L: Default + PartialEq> Ids<L> {
         if let Some(slot) = self.ring_holding(id) {
             return Resolved::Live(self.ring[slot].1 .0);
         }
-        self.resolve_in_maps(id)
-    }
-
-    /// [`Ids::resolve`] for an id the ring does not hold.
-    fn resolve_in_maps(&self, id: i64) -> Resolved {
         // While ids increase, an id past the last one declared is new (every `I` of such a
-        // log): nothing to look up, not even the live map.
+        // log): nothing to look up, not even the live map, and no call.
         if self.finished.is_none() && self.recent.back().is_none_or(|&last| id > last) {
             return Resolved::Unknown;
         }
+        self.resolve_in_maps(id)
+    }
+
+    /// [`Ids::resolve`] for an id the ring does not hold, and that is not past the last one
+    /// declared while ids increase.
+    #[inline(never)]
+    fn resolve_in_maps(&self, id: i64) -> Resolved {
         if let Some(&(insn, _)) = self.live.get(&id) {
             return Resolved::Live(insn);
         }
@@ -303,6 +305,7 @@ impl<L: Default + PartialEq> Ids<L> {
 
     /// Input id `id`, which names no live instruction, now names the new live instruction
     /// `insn` (the next output id).
+    #[inline(always)]
     pub(crate) fn begin(&mut self, id: i64, insn: InsnId, keep: L) {
         if self.finished.is_none() && self.recent.back().is_some_and(|&last| id <= last) {
             self.switch_to_map();
