@@ -494,9 +494,7 @@ impl Batch {
         self.unparsed = None;
         self.end = None;
     }
-}
 
-impl Batch {
     /// The lines of the block left for the normalizer to parse, if any, to count once the
     /// batch is on its way.
     fn handed_over(&self) -> Option<HandedOver> {
@@ -941,7 +939,7 @@ impl<'a> HandOver<'a> {
 
 /// Parses the whole lines of `batch.text` into its items and stage lines, or the first of
 /// them, the rest left unparsed, as `hand_over` says; `Some` when reading must stop. `at`
-/// is left at the last line parsed: the caller counts those left (see [`Batch::unparsed`]).
+/// is left at the last line parsed: the caller counts those left ([`Batch::handed_over`]).
 fn parse_block(
     batch: &mut Batch,
     reader: &mut KanataReader,
